@@ -1,0 +1,29 @@
+# Two entry points do all set-up on a fresh Debian machine (run as root):
+#   make demo   set-up, then analyze a default program from cuda_inputs/
+#   make test   set-up, then the test suite
+PYTHON ?= python3
+VENV   := .venv
+STAMP  := $(VENV)/.installed
+DEMO   ?= cuda_inputs/bert_qkv.cu
+
+.PHONY: setup demo test clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@command -v clang-22 >/dev/null 2>&1 || { \
+	  echo "installing clang-22 from apt"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang-22; }
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+demo: setup
+	$(VENV)/bin/sirius analyze $(DEMO)
+
+test: setup
+	$(VENV)/bin/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) .sirius-cache build *.egg-info

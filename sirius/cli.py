@@ -1,0 +1,55 @@
+"""Command-line entry point: a thin layer over the library.
+
+Each subcommand lives in ``sirius/commands/<name>.py`` and exposes ``HELP``,
+``add_arguments(parser)`` and ``execute(args) -> int``. Exit codes: 0 success,
+1 a check failed (e.g. ``verify`` found a difference), 2 bad input or toolchain.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from sirius import __version__
+from sirius.errors import SiriusError
+
+# The subcommands, in the order ``--help`` lists them.
+COMMANDS = ("analyze", "run", "verify")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sirius",
+        description="Whole-program optimizer for CUDA programs: analyzes kernel "
+        "launches, proves which can be merged, and fuses them.",
+        epilog="Exit codes: 0 success, 1 a check failed, 2 bad input or missing toolchain.",
+    )
+    parser.add_argument("--version", action="version", version=f"sirius {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        module = importlib.import_module(f"sirius.commands.{name}")
+        p = sub.add_parser(name, help=module.HELP, description=module.__doc__)
+        module.add_arguments(p)
+        p.set_defaults(_execute=module.execute)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_execute", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._execute(args) or 0)
+    except SiriusError as err:
+        print(str(err), file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""One module per ``sirius`` subcommand; see ``sirius.cli.COMMANDS``."""

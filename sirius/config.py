@@ -1,0 +1,121 @@
+"""Settings of one run, gathered in one place.
+
+Environment variables (each overridden by the matching command-line flag):
+
+``SIRIUS_CLANG``      clang executable (default ``clang-22`` on PATH)
+``SIRIUS_CUDA_PATH``  CUDA toolkit root (then ``CUDA_HOME``, ``CUDA_PATH``,
+                      ``/usr/local/cuda``, the tree of ``nvcc`` on PATH)
+``SIRIUS_CACHE``      cache folder for built CPU programs (default ``.sirius-cache``)
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sirius.errors import ToolchainError
+
+DEFAULT_ARCH = "sm_90"
+
+
+@dataclass(frozen=True)
+class CompileFlags:
+    """Compiler flags a user passes as to nvcc: includes, defines, standard, arch."""
+
+    include_dirs: tuple[str, ...] = ()
+    defines: tuple[str, ...] = ()
+    std: str | None = None
+    arch: str = DEFAULT_ARCH
+
+    def preprocessor_args(self) -> list[str]:
+        args = [f"-I{d}" for d in self.include_dirs]
+        args += [f"-D{d}" for d in self.defines]
+        if self.std:
+            args.append(f"-std={self.std}")
+        return args
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """Resolved paths of the external tools a run uses."""
+
+    clang: str
+    cuda_path: str
+    extra_include_dirs: tuple[str, ...] = field(default=())
+
+    @property
+    def clang_resource_dir(self) -> str:
+        return _clang_resource_dir(self.clang)
+
+
+def _clang_resource_dir(clang: str) -> str:
+    import subprocess
+
+    out = subprocess.run([clang, "-print-resource-dir"], capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def _curand_include_dir() -> str | None:
+    """Folder holding curand_mtgp32_kernel.h from the nvidia-curand wheel.
+
+    clang's CUDA wrapper header always includes that file; the CUDA tree on
+    our machines lacks it, the wheel ships it.
+    """
+    try:
+        import nvidia  # namespace package of the nvidia-* wheels
+    except ImportError:
+        return None
+    for root in getattr(nvidia, "__path__", []):
+        for candidate in sorted(Path(root).glob("*/include/curand_mtgp32_kernel.h")):
+            return str(candidate.parent)
+    return None
+
+
+def find_cuda_path(explicit: str | None = None) -> str:
+    candidates: list[tuple[str, str]] = []
+    if explicit:
+        candidates.append(("--cuda-path", explicit))
+    else:
+        for var in ("SIRIUS_CUDA_PATH", "CUDA_HOME", "CUDA_PATH"):
+            if os.environ.get(var):
+                candidates.append((var, os.environ[var]))
+        candidates.append(("default", "/usr/local/cuda"))
+        nvcc = shutil.which("nvcc")
+        if nvcc:
+            candidates.append(("nvcc on PATH", str(Path(nvcc).resolve().parent.parent)))
+    for origin, path in candidates:
+        if (Path(path) / "include" / "cuda_runtime.h").is_file():
+            return path
+        if origin == "--cuda-path":
+            raise ToolchainError(
+                f"error: CUDA toolkit not found at {path} (given by --cuda-path): "
+                "no include/cuda_runtime.h there; pass the root of a CUDA installation"
+            )
+    raise ToolchainError(
+        "error: no CUDA toolkit found; install one and pass --cuda-path DIR or set "
+        "SIRIUS_CUDA_PATH (looked in: " + ", ".join(p for _, p in candidates) + ")"
+    )
+
+
+def find_clang(explicit: str | None = None) -> str:
+    name = explicit or os.environ.get("SIRIUS_CLANG") or "clang-22"
+    found = shutil.which(name)
+    if not found:
+        origin = "--clang" if explicit else ("SIRIUS_CLANG" if os.environ.get("SIRIUS_CLANG") else "PATH")
+        raise ToolchainError(
+            f"error: clang not found: '{name}' (from {origin}); "
+            "install it with 'apt-get install clang-22' (or run 'make setup'), "
+            "or pass --clang PATH"
+        )
+    return found
+
+
+def resolve_toolchain(clang: str | None = None, cuda_path: str | None = None) -> Toolchain:
+    extra = _curand_include_dir()
+    return Toolchain(
+        clang=find_clang(clang),
+        cuda_path=find_cuda_path(cuda_path),
+        extra_include_dirs=(extra,) if extra else (),
+    )
