@@ -1,0 +1,1 @@
+"""Analysis: frontend, kernel and host models, alias facts, UAR and dependence widths."""

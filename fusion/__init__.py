@@ -1,0 +1,1 @@
+"""Fusion: schedules, arrangements, code generation and post-fusion passes."""
