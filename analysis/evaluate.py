@@ -1,0 +1,393 @@
+"""Symbolic evaluation of SSA values into index expressions and conditions.
+
+Integers become :class:`Expr` polynomials, pointers become a base plus a byte
+offset, branch conditions become :class:`Formula` trees of affine constraints.
+Anything the evaluator cannot express is ``None``: callers must then
+over-approximate (an unknown index touches the whole buffer, an unknown
+guard constrains nothing). Loop header phis that step by a constant become
+``init + step * k`` over the loop's iterator symbol ``k``.
+
+Device and host code share this evaluator; each supplies the meaning of
+leaves (special registers and parameters on the device, allocation slots and
+runtime calls on the host) by overriding :meth:`Evaluator.leaf`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sirius.analysis.cfg import Loop, dominates, dominators, natural_loops
+from sirius.analysis.ir import Block, Const, Function, Instr, TypeLayout, Value, branch_targets, gep_source_type, split_top_level
+from sirius.analysis.symbolic import Constraint, Expr, eq, ge, lt
+
+
+@dataclass(frozen=True)
+class Pointer:
+    """A pointer: ``base`` (a hashable provenance key) plus a byte offset."""
+
+    base: object
+    offset: Expr | None  # None: somewhere in the object pointed to by ``base``
+
+
+# ------------------------------------------------------------------ formulas
+
+@dataclass(frozen=True)
+class Formula:
+    """Boolean combination of constraints: op is "atom", "and", "or"."""
+
+    op: str
+    atom: Constraint | None = None
+    parts: tuple["Formula", ...] = ()
+
+    @staticmethod
+    def of(c: Constraint) -> "Formula":
+        return Formula("atom", atom=c)
+
+    def negate(self) -> "Formula | None":
+        if self.op == "atom":
+            c = self.atom
+            assert c is not None
+            if c.op == ">=":
+                return Formula.of(Constraint(-c.expr - 1, ">="))
+            if c.op == "=":
+                return Formula("or", parts=(Formula.of(Constraint(c.expr - 1, ">=")),
+                                            Formula.of(Constraint(-c.expr - 1, ">="))))
+            return Formula.of(Constraint(c.expr, "="))
+        negs = [p.negate() for p in self.parts]
+        if any(n is None for n in negs):
+            return None
+        return Formula("or" if self.op == "and" else "and", parts=tuple(negs))  # type: ignore[arg-type]
+
+    def subs(self, mapping) -> "Formula":
+        if self.op == "atom":
+            return Formula.of(self.atom.subs(mapping))  # type: ignore[union-attr]
+        return Formula(self.op, parts=tuple(p.subs(mapping) for p in self.parts))
+
+    def is_affine(self) -> bool:
+        if self.op == "atom":
+            return self.atom.is_affine()  # type: ignore[union-attr]
+        return all(p.is_affine() for p in self.parts)
+
+    def symbols(self) -> set[str]:
+        if self.op == "atom":
+            return self.atom.expr.symbols()  # type: ignore[union-attr]
+        out: set[str] = set()
+        for p in self.parts:
+            out |= p.symbols()
+        return out
+
+    def to_isl(self) -> str:
+        if self.op == "atom":
+            c = self.atom
+            assert c is not None
+            if c.op == "!=":
+                return f"({c.expr} < 0 or {c.expr} > 0)"
+            return str(c)
+        joiner = " and " if self.op == "and" else " or "
+        return "(" + joiner.join(p.to_isl() for p in self.parts) + ")"
+
+    def __str__(self) -> str:
+        text = self.to_isl()
+        return text[1:-1] if text.startswith("(") and self.op != "atom" else text
+
+
+def conjunction(formulas: list[Formula]) -> Formula | None:
+    flat: list[Formula] = []
+    for f in formulas:
+        flat.extend(f.parts if f.op == "and" else [f])
+    if not flat:
+        return None
+    return flat[0] if len(flat) == 1 else Formula("and", parts=tuple(flat))
+
+
+# ------------------------------------------------------------------- loops
+
+@dataclass(frozen=True)
+class LoopInfo:
+    """A loop with its iterator symbol and iteration domain (over ``iterator``)."""
+
+    name: str
+    iterator: str
+    domain: Formula | None  # constraints on the iterator (and outer symbols); None: unbounded
+    line: int | None
+    header_label: str
+
+
+_SIGNED = {"slt": "lt", "sle": "le", "sgt": "gt", "sge": "ge", "eq": "eq", "ne": "ne",
+           "ult": "lt", "ule": "le", "ugt": "gt", "uge": "ge"}
+
+
+class Evaluator:
+    """Evaluates SSA values of one function symbolically (memoized)."""
+
+    def __init__(self, func: Function, layout: TypeLayout, loop_prefix: str = "k"):
+        self.func = func
+        self.layout = layout
+        self.idom = dominators(func)
+        self.loops: list[Loop] = natural_loops(func, self.idom)
+        for i, lp in enumerate(self.loops):
+            lp.name = f"{loop_prefix}{i}"
+        self.loop_of_header = {lp.header: lp for lp in self.loops}
+        self.cache: dict[int, object] = {}
+        self._in_progress: set[int] = set()
+        self.loop_infos: dict[str, LoopInfo] = {}
+
+    # ------------------------------------------------------------- leaves
+    def leaf(self, value: Value):
+        """Meaning of arguments, calls, loads and globals: overridden per side."""
+        return None
+
+    # ------------------------------------------------------------- values
+    def value(self, v: Value):
+        if isinstance(v, Block):
+            return None
+        if isinstance(v, Const):
+            if isinstance(v.value, int) and not isinstance(v.value, bool) and v.type != "ptr":
+                return Expr.const(v.value)
+            if v.type.startswith("i1") and isinstance(v.value, bool):
+                return Expr.const(int(v.value))
+            return None
+        key = id(v)
+        if key in self.cache:
+            return self.cache[key]
+        if key in self._in_progress:
+            return None
+        self._in_progress.add(key)
+        try:
+            result = self._compute(v)
+        finally:
+            self._in_progress.discard(key)
+        self.cache[key] = result
+        return result
+
+    def expr(self, v: Value) -> Expr | None:
+        r = self.value(v)
+        return r if isinstance(r, Expr) else None
+
+    def _compute(self, v: Value):
+        if not isinstance(v, Instr):
+            return self.leaf(v)
+        op = v.opcode
+        ops = v.operands
+        if op in ("sext", "zext", "trunc", "freeze", "bitcast", "addrspacecast"):
+            return self.value(ops[0])
+        if op in ("add", "sub", "mul", "shl", "or", "sdiv", "udiv", "lshr", "ashr", "srem", "urem", "and"):
+            return self._binary(v)
+        if op == "getelementptr":
+            return self._gep(v)
+        if op == "phi":
+            return self._phi(v)
+        if op in ("call", "load", "extractvalue", "ptrtoint", "inttoptr"):
+            return self.leaf(v)
+        return None
+
+    def _binary(self, v: Instr):
+        a, b = (self.expr(o) for o in v.operands[:2])
+        if a is None or b is None:
+            return None
+        op = v.opcode
+        kb = b.constant_value()
+        if op == "add":
+            return a + b
+        if op == "sub":
+            return a - b
+        if op == "mul":
+            return a * b
+        if op == "shl" and kb is not None and 0 <= kb < 63:
+            return a * (1 << kb)
+        if op == "or" and " or disjoint " in f" {v.text} ":
+            return a + b
+        if op in ("sdiv", "udiv") and kb is not None and kb > 0:
+            return a.floordiv(kb)  # exact for the non-negative indices it is used on
+        if op in ("lshr", "ashr") and kb is not None and 0 <= kb < 63:
+            return a.floordiv(1 << kb)
+        if op in ("srem", "urem") and kb is not None and kb > 0:
+            return a.mod(kb)
+        if op == "and" and kb is not None and kb > 0 and (kb & (kb + 1)) == 0:
+            return a.mod(kb + 1)
+        return None
+
+    def _gep(self, v: Instr):
+        base = self.value(v.operands[0])
+        if not isinstance(base, Pointer):
+            return None
+        source = gep_source_type(v)
+        if source is None:
+            return None
+        offset = base.offset
+        if offset is None:
+            return base
+        cur = source
+        for i, idx_val in enumerate(v.operands[1:]):
+            if i == 0:
+                stride = self.layout.size(cur)
+                idx = self.expr(idx_val)
+                if stride is None or idx is None:
+                    return Pointer(base.base, None)
+                offset = offset + idx * stride
+                continue
+            m = re.fullmatch(r"[\[<](\d+) x (.+)[\]>]", cur.strip())
+            if m:
+                cur = m.group(2)
+                stride = self.layout.size(cur)
+                idx = self.expr(idx_val)
+                if stride is None or idx is None:
+                    return Pointer(base.base, None)
+                offset = offset + idx * stride
+                continue
+            k = self.expr(idx_val)
+            field = None if k is None else k.constant_value()
+            fields = self.layout.struct_fields(cur)
+            if field is None or fields is None:
+                return Pointer(base.base, None)
+            fo = self.layout.field_offset(cur, field)
+            if fo is None:
+                return Pointer(base.base, None)
+            offset = offset + fo
+            cur = fields[field]
+        return Pointer(base.base, offset)
+
+    def _phi(self, v: Instr):
+        lp = self.loop_of_header.get(v.block)  # type: ignore[arg-type]
+        if lp is not None and len(v.operands) == 2:
+            inside = [i for i, b in enumerate(v.incoming) if b in lp.blocks]
+            outside = [i for i, b in enumerate(v.incoming) if b not in lp.blocks]
+            if len(inside) == 1 and len(outside) == 1:
+                return self._induction(v, lp, v.operands[outside[0]], v.operands[inside[0]])
+        values = [self.value(o) for o in v.operands]
+        if values and all(x is not None and x == values[0] for x in values):
+            return values[0]
+        bases = {x.base for x in values if isinstance(x, Pointer)}
+        if len(bases) == 1 and all(isinstance(x, Pointer) for x in values):
+            return Pointer(bases.pop(), None)  # same object, offsets differ
+        return self.merge(v, values)
+
+    def merge(self, v: Instr, values: list):
+        """Join of differing incoming values (host code keeps may-point-to sets)."""
+        return None
+
+    def _induction(self, phi: Instr, lp: Loop, init_v: Value, next_v: Value):
+        init = self.value(init_v)
+        if init is None:
+            return None
+        marker = Expr.sym(f"__phi{id(phi)}")
+        probe = Pointer(init.base, marker) if isinstance(init, Pointer) else marker
+        self.cache[id(phi)] = probe
+        # next values must be re-evaluated with the phi bound to the marker
+        saved = dict(self.cache)
+        nxt = self.value(next_v)
+        self.cache = saved
+        del self.cache[id(phi)]
+        k = Expr.sym(lp.name)
+        if isinstance(init, Pointer) and isinstance(nxt, Pointer) and nxt.base == init.base:
+            step = None if nxt.offset is None or init.offset is None else (nxt.offset - marker).constant_value()
+            if step is not None:
+                self._note_loop(lp)
+                return Pointer(init.base, init.offset + k * step)
+            return Pointer(init.base, None)
+        if isinstance(init, Expr) and isinstance(nxt, Expr):
+            step = (nxt - marker).constant_value()
+            if step is not None:
+                self._note_loop(lp)
+                return init + k * step
+        return None
+
+    # --------------------------------------------------------- conditions
+    def condition(self, v: Value) -> Formula | None:
+        if isinstance(v, Const):
+            return None
+        if not isinstance(v, Instr):
+            return None
+        if v.opcode == "icmp":
+            a, b = (self.expr(o) for o in v.operands[:2])
+            pred = v.predicate
+            if a is None or b is None or pred not in _SIGNED:
+                return None
+            kind = _SIGNED[pred]
+            if pred.startswith("u") and kind in ("gt", "ge"):
+                return None  # unsigned >= also holds for "negative" values: no affine form
+            c = {"lt": lt(a, b), "le": ge(b, a), "gt": lt(b, a), "ge": ge(a, b), "eq": eq(a, b),
+                 "ne": Constraint(a - b, "!=")}[kind]
+            return Formula.of(c)
+        if v.opcode in ("and", "or") and v.type == "i1":
+            parts = [self.condition(o) for o in v.operands[:2]]
+            if v.opcode == "and":
+                known = [p for p in parts if p is not None]
+                return conjunction(known)
+            if any(p is None for p in parts):
+                return None
+            return Formula("or", parts=tuple(parts))  # type: ignore[arg-type]
+        if v.opcode == "xor" and v.type == "i1":
+            a, b = v.operands[:2]
+            if isinstance(b, Const) and b.value in (1, True, -1):
+                inner = self.condition(a)
+                return None if inner is None else inner.negate()
+        if v.opcode == "select" and v.type == "i1":
+            # select c, x, false  ==  c and x ;  select c, true, x  ==  c or x
+            c, x, y = v.operands[:3]
+            if isinstance(y, Const) and y.value in (0, False):
+                return conjunction([f for f in (self.condition(c), self.condition(x)) if f is not None])
+        return None
+
+    def branch_guards(self, block: Block) -> list[Formula]:
+        """Conditions known to hold whenever ``block`` runs (from dominating branches).
+
+        A condition is recorded only when one successor edge of a dominating
+        branch dominates ``block``; an unknown condition is dropped, which
+        widens the guarded region (safe).
+        """
+        guards: list[Formula] = []
+        cur = block
+        while True:
+            parent = self.idom.get(cur)
+            if parent is None:
+                break
+            bt = branch_targets(parent.terminator)
+            if bt is not None:
+                cond, t, f = bt
+                if t is not f:
+                    f_taken = None
+                    if len(t.preds) == 1 and dominates(self.idom, t, block):
+                        f_taken = self.condition(cond)
+                    elif len(f.preds) == 1 and dominates(self.idom, f, block):
+                        c = self.condition(cond)
+                        f_taken = None if c is None else c.negate()
+                    if f_taken is not None:
+                        guards.append(f_taken)
+            cur = parent
+        return list(reversed(guards))
+
+    # --------------------------------------------------------------- loops
+    def _note_loop(self, lp: Loop) -> None:
+        if lp.name not in self.loop_infos:
+            self.loop_infos[lp.name] = LoopInfo(lp.name, lp.name, None, None, lp.header.label)
+            self.loop_infos[lp.name] = self._loop_info(lp)
+
+    def loop_info(self, lp: Loop) -> LoopInfo:
+        """The iteration domain of ``lp`` over its iterator (computed once)."""
+        self._note_loop(lp)
+        return self.loop_infos[lp.name]
+
+    def _loop_info(self, lp: Loop) -> LoopInfo:
+        k = lp.name
+        constraints: list[Formula] = [Formula.of(ge(Expr.sym(k), Expr.const(0)))]
+        for exiting, outside in lp.exits():
+            bt = branch_targets(exiting.terminator)
+            if bt is None:
+                continue
+            cond, t, f = bt
+            stay = self.condition(cond)
+            if stay is None:
+                continue
+            if t is outside:
+                stay = stay.negate()
+            if stay is None:
+                continue
+            if exiting in lp.latches:
+                stay = stay.subs({k: Expr.sym(k) - 1})  # a latch decides whether iteration k+1 runs
+            elif exiting is not lp.header:
+                continue  # a break in the middle: ignoring it over-approximates
+            constraints.append(stay)
+        line = next((i.line for i in lp.header.instrs if i.line), None)
+        return LoopInfo(lp.name, k, conjunction(constraints), line, lp.header.label)

@@ -1,0 +1,315 @@
+"""A small, plain-Python view of LLVM IR read with llvmlite.
+
+llvmlite's reader hands out fresh wrapper objects on every access and leaves
+unnamed SSA values (``%5``) without a name, so values are keyed here by the
+address of the underlying LLVM object and copied once into frozen-shape
+Python objects that later passes can walk cheaply and hash by identity.
+Facts llvmlite does not expose (icmp predicates, GEP element types, source
+lines) are read from the printed instruction and the module's metadata.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+from dataclasses import dataclass, field
+
+import llvmlite.binding as llvm
+
+_DBG_REF = re.compile(r"!dbg !(\d+)")
+_DILOCATION = re.compile(r"^!(\d+) = !DILocation\(line: (\d+)", re.M)
+_STRUCT_DEF = re.compile(r"^(%[\w.$\"]+) = type (<?\{.*\}>?)\s*$", re.M)
+
+
+def _address(value) -> int:
+    return ctypes.cast(value._ptr, ctypes.c_void_p).value
+
+
+@dataclass(eq=False)
+class Value:
+    """Any operand: instruction result, argument, constant, global, block."""
+
+    kind: str  # "inst", "arg", "const", "global", "func", "block", "other"
+    type: str
+    text: str
+    name: str = ""
+
+    def __repr__(self) -> str:  # short and stable for debugging output
+        return f"<{self.kind} {self.name or self.text[:40]}>"
+
+
+@dataclass(eq=False, repr=False)
+class Const(Value):
+    value: int | float | None = None
+
+
+@dataclass(eq=False, repr=False)
+class Arg(Value):
+    index: int = 0
+
+
+@dataclass(eq=False, repr=False)
+class Instr(Value):
+    opcode: str = ""
+    operands: list[Value] = field(default_factory=list)
+    incoming: list["Block"] = field(default_factory=list)  # phi only
+    block: "Block | None" = None
+    line: int | None = None
+
+    @property
+    def callee(self) -> str | None:
+        """Name of the called function for direct calls."""
+        if self.opcode != "call" or not self.operands:
+            return None
+        target = self.operands[-1]
+        return target.name if target.kind == "func" else None
+
+    @property
+    def predicate(self) -> str | None:
+        m = re.search(r"\b[if]cmp (?:samesign )?(\w+)", self.text)
+        return m.group(1) if m else None
+
+
+@dataclass(eq=False)
+class Block:
+    label: str
+    index: int
+    instrs: list[Instr] = field(default_factory=list)
+    succs: list["Block"] = field(default_factory=list)
+    preds: list["Block"] = field(default_factory=list)
+
+    @property
+    def terminator(self) -> Instr:
+        return self.instrs[-1]
+
+    def __repr__(self) -> str:
+        return f"<block {self.label}>"
+
+
+@dataclass(eq=False)
+class Function:
+    name: str
+    header: str
+    args: list[Arg]
+    blocks: list[Block]
+    is_declaration: bool
+
+    @property
+    def is_kernel(self) -> bool:
+        return " ptx_kernel " in self.header
+
+    @property
+    def entry(self) -> Block:
+        return self.blocks[0]
+
+    def instructions(self):
+        for block in self.blocks:
+            yield from block.instrs
+
+
+@dataclass
+class Module:
+    functions: dict[str, Function]
+    globals: dict[str, Value]
+    struct_types: dict[str, str]
+    text: str
+
+
+class _Converter:
+    def __init__(self, text: str):
+        self.text = text
+        self.lines = {int(a): int(b) for a, b in _DILOCATION.findall(text)}
+        self.values: dict[int, Value] = {}
+        self.blocks: dict[int, Block] = {}
+
+    def operand(self, op) -> Value:
+        key = _address(op)
+        known = self.values.get(key)
+        if known is not None:
+            return known
+        kind = op.value_kind.name
+        text = str(op).strip() if kind != "basic_block" else ""
+        if kind == "argument":
+            value = Arg("arg", str(op.type), text, op.name)
+        elif kind == "function":
+            value = Value("func", "ptr", "", op.name)
+        elif kind in ("global_variable", "global_alias"):
+            value = Value("global", "ptr", text, op.name)
+        elif kind in ("constant_int", "constant_fp"):
+            try:
+                number = op.get_constant_value()
+            except Exception:  # a constant llvmlite cannot decode stays opaque
+                number = None
+            value = Const("const", str(op.type), text, value=number)
+        elif kind == "constant_pointer_null":
+            value = Const("const", "ptr", text, value=0)
+        elif "constant" in kind or kind in ("undef_value", "poison_value"):
+            value = Const("const", str(op.type), text, value=None)
+        else:
+            value = Value("other", str(op.type), text, op.name)
+        self.values[key] = value
+        return value
+
+    def convert_function(self, fn) -> Function:
+        header = str(fn).split("{", 1)[0] if not fn.is_declaration else ""
+        header = next((ln for ln in header.splitlines() if ln.startswith(("define", "declare"))), header)
+        args = []
+        for i, a in enumerate(fn.arguments):
+            arg = Arg("arg", str(a.type), "", a.name, index=i)
+            self.values[_address(a)] = arg
+            args.append(arg)
+        func = Function(fn.name, header, args, [], bool(fn.is_declaration))
+        if fn.is_declaration:
+            return func
+        raw_blocks = list(fn.blocks)
+        for i, b in enumerate(raw_blocks):
+            block = Block(label=f"bb{i}", index=i)
+            self.blocks[_address(b)] = block
+            func.blocks.append(block)
+        # First pass: create instruction objects so forward references resolve.
+        raw_instrs = []
+        for b, block in zip(raw_blocks, func.blocks):
+            for ins in b.instructions:
+                text = str(ins).strip()
+                m = _DBG_REF.search(text)
+                instr = Instr("inst", str(ins.type), text, ins.name, opcode=ins.opcode, block=block,
+                              line=self.lines.get(int(m.group(1))) if m else None)
+                self.values[_address(ins)] = instr
+                block.instrs.append(instr)
+                raw_instrs.append((ins, instr))
+        for ins, instr in raw_instrs:
+            for op in ins.operands:
+                if op.value_kind.name == "basic_block":
+                    instr.operands.append(self.blocks[_address(op)])  # type: ignore[arg-type]
+                else:
+                    instr.operands.append(self.operand(op))
+            if instr.opcode == "phi":
+                instr.incoming = [self.blocks[_address(b)] for b in ins.incoming_blocks]
+        for block in func.blocks:
+            term = block.terminator
+            # br's operands are [cond, false, true]; list successors as printed.
+            targets = [op for op in term.operands if isinstance(op, Block)]
+            if term.opcode == "br" and len(targets) == 2:
+                targets = [targets[1], targets[0]]
+            block.succs = targets
+            for succ in targets:
+                succ.preds.append(block)
+        return func
+
+
+def parse_module(text: str) -> Module:
+    """Parse LLVM IR text into the plain view used by the analyses."""
+    module = llvm.parse_assembly(text)
+    conv = _Converter(text)
+    functions = {}
+    for fn in module.functions:
+        functions[fn.name] = conv.convert_function(fn)
+    globals_ = {}
+    for gv in module.global_variables:
+        globals_[gv.name] = Value("global", "ptr", str(gv).strip(), gv.name)
+        conv.values[_address(gv)] = globals_[gv.name]
+    structs = {name.lstrip("%"): body for name, body in _STRUCT_DEF.findall(text)}
+    return Module(functions, globals_, structs, text)
+
+
+def branch_targets(instr: Instr) -> tuple[Value, Block, Block] | None:
+    """(condition, true successor, false successor) of a conditional branch."""
+    if instr.opcode != "br" or len(instr.operands) != 3:
+        return None
+    cond, false_bb, true_bb = instr.operands
+    return cond, true_bb, false_bb  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------- type sizes
+
+_SCALAR_SIZES = {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "i128": 16, "half": 2,
+                 "bfloat": 2, "float": 4, "double": 8, "ptr": 8}
+
+
+def split_top_level(body: str) -> list[str]:
+    parts, depth, cur = [], 0, []
+    for ch in body:
+        if ch in "[{<(":
+            depth += 1
+        elif ch in "]}>)":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if "".join(cur).strip():
+        parts.append("".join(cur).strip())
+    return parts
+
+
+class TypeLayout:
+    """Sizes and field offsets of IR types (natural alignment, as NVPTX and x86-64 use)."""
+
+    def __init__(self, struct_types: dict[str, str]):
+        self.structs = struct_types
+
+    def size_align(self, ty: str) -> tuple[int, int] | None:
+        ty = ty.strip()
+        if ty.startswith("ptr"):
+            return 8, 8
+        if ty in _SCALAR_SIZES:
+            s = _SCALAR_SIZES[ty]
+            return s, s
+        m = re.fullmatch(r"\[(\d+) x (.+)\]", ty)
+        if m:
+            inner = self.size_align(m.group(2))
+            return None if inner is None else (int(m.group(1)) * inner[0], inner[1])
+        m = re.fullmatch(r"<(\d+) x (.+)>", ty)
+        if m:
+            inner = self.size_align(m.group(2))
+            if inner is None:
+                return None
+            size = int(m.group(1)) * inner[0]
+            return size, size
+        fields = self.struct_fields(ty)
+        if fields is None:
+            return None
+        offset, align = 0, 1
+        for f in fields:
+            sa = self.size_align(f)
+            if sa is None:
+                return None
+            fs, fa = sa
+            offset = (offset + fa - 1) // fa * fa + fs
+            align = max(align, fa)
+        return (offset + align - 1) // align * align, align
+
+    def struct_fields(self, ty: str) -> list[str] | None:
+        body = self.structs.get(ty.lstrip("%"), ty)
+        packed = body.startswith("<{")
+        if packed:
+            return None  # packed layouts are rare in CUDA; treated as unknown
+        if not body.startswith("{"):
+            return None
+        return split_top_level(body.strip()[1:-1])
+
+    def size(self, ty: str) -> int | None:
+        sa = self.size_align(ty)
+        return None if sa is None else sa[0]
+
+    def field_offset(self, ty: str, index: int) -> int | None:
+        fields = self.struct_fields(ty)
+        if fields is None or index >= len(fields):
+            return None
+        offset = 0
+        for i, f in enumerate(fields):
+            sa = self.size_align(f)
+            if sa is None:
+                return None
+            offset = (offset + sa[1] - 1) // sa[1] * sa[1]
+            if i == index:
+                return offset
+            offset += sa[0]
+        return None
+
+
+def gep_source_type(instr: Instr) -> str | None:
+    """The source element type printed after ``getelementptr [inbounds|nuw…]``."""
+    m = re.search(r"getelementptr (?:(?:inbounds|nuw|nusw|inrange\(\S+\))\s+)*(.+?), ptr", instr.text)
+    return m.group(1) if m else None

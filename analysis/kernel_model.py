@@ -1,0 +1,357 @@
+"""Kernel model: what every ``__global__`` function touches, from device IR.
+
+For each kernel: parameters, static and dynamic shared memory, barrier
+sites, early exits, loops with iteration domains, warp operations, and every
+memory access (load, store, atomic) as a byte offset into a parameter or a
+shared array, expressed over ``bx by bz`` (blockIdx), ``tx ty tz``
+(threadIdx), ``ntx…`` (blockDim), ``nbx…`` (gridDim), loop iterators and
+scalar parameters, together with the branch conditions that guard it.
+
+Soundness: an index the evaluator cannot express is recorded as
+non-affine (``offset is None``), meaning "anywhere in the buffer"; an
+unknown guard is dropped, which only widens the region; an unknown loop
+bound leaves the iterator unbounded.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sirius.analysis.cfg import loop_nest
+from sirius.analysis.evaluate import Evaluator, Formula, LoopInfo, Pointer, conjunction
+from sirius.analysis.ir import Arg, Block, Function, Instr, Module, TypeLayout, Value
+from sirius.analysis.symbolic import Expr
+
+SREG = re.compile(r"llvm\.nvvm\.read\.ptx\.sreg\.(tid|ntid|ctaid|nctaid)\.([xyz])$")
+SREG_SYMBOL = {"tid": "t", "ntid": "nt", "ctaid": "b", "nctaid": "nb"}
+THREAD_SYMBOLS = ("tx", "ty", "tz")
+BLOCK_SYMBOLS = ("bx", "by", "bz")
+DIM_SYMBOLS = ("ntx", "nty", "ntz", "nbx", "nby", "nbz")
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str  # source spelling when known, else the IR type
+    is_pointer: bool
+
+
+@dataclass(frozen=True)
+class SharedArray:
+    name: str
+    symbol: str  # IR global name
+    bytes: int | None  # None for dynamic (extern __shared__)
+    dynamic: bool
+
+
+@dataclass(frozen=True)
+class Access:
+    """One memory access site, executed by every thread satisfying ``guard``.
+
+    ``offset`` is in bytes from the start of ``buffer`` (a parameter name or
+    a shared array name); ``None`` means the index is not affine and the
+    access may touch any element of the buffer.
+    """
+
+    kind: str  # "load", "store", "atomic"
+    buffer: str
+    space: str  # "global" or "shared"
+    elem_type: str
+    size: int
+    offset: Expr | None
+    guard: Formula | None
+    loops: tuple[str, ...]
+    line: int | None
+    reason: str = ""  # why it is not affine
+
+    @property
+    def affine(self) -> bool:
+        return self.offset is not None and self.offset.is_affine() and (
+            self.guard is None or self.guard.is_affine())
+
+    def index(self, unit: int) -> Expr | None:
+        if self.offset is None or any(c % unit for _, c in self.offset.terms):
+            return None
+        return self.offset.floordiv(unit)
+
+
+@dataclass(frozen=True)
+class Barrier:
+    line: int | None
+    loops: tuple[str, ...]
+    kind: str = "block"  # "block" (__syncthreads) or "warp" (__syncwarp)
+
+
+@dataclass(frozen=True)
+class EarlyExit:
+    """A branch where some threads leave the kernel while others go on."""
+
+    line: int | None
+    condition: str
+    divergent: bool  # depends on the thread index or on data
+    reaches_barrier: bool  # the threads that stay can reach a barrier
+
+
+@dataclass(frozen=True)
+class KernelModel:
+    name: str
+    mangled: str
+    params: tuple[Param, ...]
+    shared: tuple[SharedArray, ...]
+    barriers: tuple[Barrier, ...]
+    early_exits: tuple[EarlyExit, ...]
+    loops: tuple[LoopInfo, ...]
+    accesses: tuple[Access, ...]
+    warp_ops: tuple[tuple[str, int | None], ...]
+    unsupported: tuple[str, ...]
+
+    @property
+    def pointer_params(self) -> list[Param]:
+        return [p for p in self.params if p.is_pointer]
+
+    def buffer_unit(self, buffer: str) -> int:
+        """Element size used to print indices into ``buffer``: its smallest access."""
+        sizes = [a.size for a in self.accesses if a.buffer == buffer and a.size]
+        return min(sizes) if sizes else 1
+
+
+_BARRIER_CALLS = re.compile(r"^llvm\.nvvm\.(barrier0|barrier\.(cta\.)?sync.*|barrier\.n)$")
+_WARP_BARRIER = "llvm.nvvm.bar.warp.sync"
+_WARP_OPS = re.compile(r"^llvm\.nvvm\.(shfl|vote|match|redux)\.")
+_UNSUPPORTED_CALLS = {
+    "cudaLaunchDevice": "dynamic parallelism (device-side launch)",
+    "cudaGetParameterBuffer": "dynamic parallelism (device-side launch)",
+    "cudaCGGetIntrinsicHandle": "cooperative groups grid synchronization",
+    "cudaCGSynchronizeGrid": "cooperative groups grid synchronization",
+}
+
+
+class _DeviceEvaluator(Evaluator):
+    def __init__(self, func: Function, layout: TypeLayout, params: list[Param], module: Module):
+        super().__init__(func, layout, loop_prefix="k")
+        self.params = params
+        self.module = module
+
+    def leaf(self, v: Value):
+        if isinstance(v, Arg):
+            p = self.params[v.index] if v.index < len(self.params) else None
+            if v.type.startswith("ptr"):
+                return Pointer(("param", v.index), Expr.const(0))
+            if p is not None and v.type.startswith("i"):
+                return Expr.sym(p.name)
+            return None
+        if v.kind == "global":
+            return Pointer(("global", v.name), Expr.const(0))
+        if isinstance(v, Instr) and v.opcode == "call":
+            m = SREG.match(v.callee or "")
+            if m:
+                return Expr.sym(SREG_SYMBOL[m.group(1)] + m.group(2))
+        return None
+
+
+def _pointer_operand(instr: Instr) -> Value | None:
+    if instr.opcode == "load":
+        return instr.operands[0]
+    if instr.opcode == "store":
+        return instr.operands[1]
+    if instr.opcode in ("atomicrmw", "cmpxchg"):
+        return instr.operands[0]
+    return None
+
+
+def _shared_arrays(module: Module, layout: TypeLayout, demangle) -> dict[str, SharedArray]:
+    out = {}
+    for name, g in module.globals.items():
+        m = re.match(r"@\S+ = .*?addrspace\(3\) (?:externally_initialized )?global (.+?)(?:,| undef| poison| zeroinitializer|$)",
+                     g.text)
+        if " addrspace(3) " not in g.text:
+            continue
+        ty_match = re.search(r"addrspace\(3\) (?:externally_initialized )?global (\[[^\]]*\]|\S+)", g.text)
+        ty = ty_match.group(1) if ty_match else (m.group(1) if m else "")
+        dynamic = " external " in f" {g.text} " or ty.startswith("[0 x")
+        size = None if dynamic else layout.size(ty)
+        out[name] = SharedArray(_local_name(demangle(name)), name, size, dynamic)
+    return out
+
+
+def _local_name(demangled: str) -> str:
+    # "gemm(float const*, ...)::As" -> "As"
+    return demangled.rsplit("::", 1)[-1] if "::" in demangled else demangled
+
+
+def _value_symbols(evaluator: Evaluator, value: Value) -> set[str] | None:
+    e = evaluator.expr(value)
+    return None if e is None else e.symbols()
+
+
+def build_kernel_model(func: Function, module: Module, name: str, params: list[Param], demangle) -> KernelModel:
+    """Model one kernel of the device IR module (see the module docstring)."""
+    layout = TypeLayout(module.struct_types)
+    ev = _DeviceEvaluator(func, layout, params, module)
+    shared = _shared_arrays(module, layout, demangle)
+    used_shared: dict[str, SharedArray] = {}
+    accesses: list[Access] = []
+    barriers: list[Barrier] = []
+    warp_ops: list[tuple[str, int | None]] = []
+    unsupported: list[str] = []
+    barrier_blocks: set[Block] = set()
+    for lp in ev.loops:
+        ev.loop_info(lp)
+
+    for block in func.blocks:
+        nest = tuple(lp.name for lp in loop_nest(ev.loops, block))
+        for instr in block.instrs:
+            callee = instr.callee
+            if instr.opcode == "call":
+                if callee is None and "asm" in instr.text.split("call", 1)[-1][:40]:
+                    unsupported.append(f"inline assembly at line {instr.line}")
+                elif callee is None:
+                    unsupported.append(f"indirect call at line {instr.line}")
+                elif _BARRIER_CALLS.match(callee):
+                    barriers.append(Barrier(instr.line, nest))
+                    barrier_blocks.add(block)
+                elif callee == _WARP_BARRIER:
+                    barriers.append(Barrier(instr.line, nest, kind="warp"))
+                elif _WARP_OPS.match(callee):
+                    warp_ops.append((callee.split(".")[2], instr.line))
+                elif callee in _UNSUPPORTED_CALLS:
+                    unsupported.append(f"{_UNSUPPORTED_CALLS[callee]} at line {instr.line}")
+                elif callee.startswith("llvm.nvvm.tex") or callee.startswith("llvm.nvvm.suld"):
+                    unsupported.append(f"texture or surface access at line {instr.line}")
+                elif callee.startswith("llvm.memcpy") or callee.startswith("llvm.memset") or callee.startswith("llvm.memmove"):
+                    _add_bulk_accesses(ev, instr, nest, params, shared, used_shared, accesses)
+                elif not callee.startswith("llvm.") and not callee.startswith("__nv_") \
+                        and not callee.startswith("vprintf") and callee in module.functions \
+                        and not module.functions[callee].is_declaration:
+                    _add_opaque_call(ev, instr, nest, params, shared, used_shared, accesses, callee)
+            ptr = _pointer_operand(instr)
+            if ptr is None:
+                continue
+            kind = {"load": "load", "store": "store"}.get(instr.opcode, "atomic")
+            if kind == "store":
+                ty = instr.operands[0].type
+            elif kind == "load":
+                ty = instr.type
+            else:
+                ty = instr.operands[1].type if len(instr.operands) > 1 else instr.type
+            size = layout.size(ty) or 0
+            _record(ev, instr, ptr, kind, ty, size, nest, params, shared, used_shared, accesses)
+
+    early_exits = _early_exits(ev, func, barrier_blocks)
+    loops = tuple(ev.loop_infos[lp.name] for lp in ev.loops if lp.name in ev.loop_infos)
+    return KernelModel(name, func.name, tuple(params), tuple(used_shared.values()),
+                       tuple(barriers), tuple(early_exits), loops, tuple(accesses), tuple(warp_ops),
+                       tuple(dict.fromkeys(unsupported)))
+
+
+def _base_name(base, params: list[Param], shared: dict[str, SharedArray], used: dict[str, SharedArray]):
+    """(buffer name, space) of a pointer base, or None when it is not a known buffer."""
+    kind, key = base
+    if kind == "param":
+        return (params[key].name if key < len(params) else f"arg{key}"), "global"
+    if kind == "global" and key in shared:
+        used[key] = shared[key]
+        return shared[key].name, "shared"
+    if kind == "global":
+        return key, "global"
+    return None
+
+
+def _record(ev, instr, ptr, kind, ty, size, nest, params, shared, used, accesses, reason=""):
+    p = ev.value(ptr)
+    guard = _guard(ev, instr.block, nest)
+    if isinstance(p, Pointer):
+        named = _base_name(p.base, params, shared, used)
+        if named is not None:
+            why = reason or ("" if p.offset is not None else "index is data-dependent or not affine")
+            accesses.append(Access(kind, named[0], named[1], ty, size, p.offset, guard, nest, instr.line, why))
+            return
+    # Unknown base: the pointer was loaded from memory or computed opaquely.
+    # It may point into any global buffer the kernel can reach.
+    why = reason or "pointer of unknown provenance"
+    for prm in params:
+        if prm.is_pointer:
+            accesses.append(Access(kind, prm.name, "global", ty, size, None, guard, nest, instr.line, why))
+
+
+def _guard(ev: Evaluator, block: Block, nest: tuple[str, ...]) -> Formula | None:
+    parts = list(ev.branch_guards(block))
+    for name in nest:
+        info = ev.loop_infos.get(name)
+        if info and info.domain is not None:
+            parts.append(info.domain)
+    return conjunction(parts)
+
+
+def _add_bulk_accesses(ev, instr, nest, params, shared, used, accesses) -> None:
+    """memcpy/memset intrinsics: an unknown range of the destination (and source)."""
+    ops = instr.operands
+    is_copy = not instr.callee.startswith("llvm.memset")
+    _record(ev, instr, ops[0], "store", "i8", 1, nest, params, shared, used, accesses)
+    _widen_last(accesses)
+    if is_copy:
+        _record(ev, instr, ops[1], "load", "i8", 1, nest, params, shared, used, accesses)
+        _widen_last(accesses)
+
+
+def _add_opaque_call(ev, instr, nest, params, shared, used, accesses, callee) -> None:
+    """A call to a device function that was not inlined: any access through its pointer arguments."""
+    for op in instr.operands[:-1]:
+        if op.type.startswith("ptr"):
+            for kind in ("load", "store"):
+                _record(ev, instr, op, kind, "i8", 1, nest, params, shared, used, accesses)
+                _widen_last(accesses, f"call of device function {callee}")
+
+
+def _widen_last(accesses: list[Access], reason: str = "bulk memory operation of unknown extent") -> None:
+    a = accesses[-1]
+    accesses[-1] = Access(a.kind, a.buffer, a.space, a.elem_type, a.size, None, a.guard, a.loops, a.line, reason)
+
+
+def _early_exits(ev: Evaluator, func: Function, barrier_blocks: set[Block]) -> list[EarlyExit]:
+    """Branches after which some threads return while others go on.
+
+    Reported when one side reaches a ``ret`` without passing a barrier and
+    the other side can reach a barrier; ``divergent`` when the condition
+    depends on the thread index or on loaded data (unknown).
+    """
+    exits_free: set[Block] = set()
+    changed = True
+    rets = [b for b in func.blocks if b.terminator.opcode == "ret"]
+    exits_free = {b for b in rets if b not in barrier_blocks}
+    while changed:
+        changed = False
+        for b in func.blocks:
+            if b in exits_free or b in barrier_blocks:
+                continue
+            if any(s in exits_free for s in b.succs):
+                exits_free.add(b)
+                changed = True
+    reaches_barrier: set[Block] = set(barrier_blocks)
+    changed = True
+    while changed:
+        changed = False
+        for b in func.blocks:
+            if b not in reaches_barrier and any(s in reaches_barrier for s in b.succs):
+                reaches_barrier.add(b)
+                changed = True
+    out = []
+    for b in func.blocks:
+        term = b.terminator
+        if term.opcode != "br" or len(term.operands) != 3:
+            continue
+        cond, f, t = term.operands
+        for leave, stay in ((t, f), (f, t)):
+            if leave in exits_free and stay not in exits_free:
+                formula = ev.condition(cond)
+                if formula is not None and leave is f:
+                    formula = formula.negate()
+                symbols = formula.symbols() if formula is not None else None
+                divergent = symbols is None or bool(symbols & set(THREAD_SYMBOLS))
+                uniform_loop_exit = not divergent and any(b in lp.blocks and leave not in lp.blocks for lp in ev.loops)
+                if uniform_loop_exit:
+                    continue
+                out.append(EarlyExit(term.line, str(formula) if formula is not None else "data-dependent",
+                                     divergent, stay in reaches_barrier))
+    return out

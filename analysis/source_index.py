@@ -1,0 +1,151 @@
+"""Source facts from libclang: kernels, launch expressions, allocations.
+
+LLVM IR knows values; the source knows names and ranges. This index gives
+kernel parameter names, the exact text and byte range of every launch
+expression ``k<<<g, b, smem, stream>>>(args)`` (what code generation
+rewrites), and the variable each ``cudaMalloc`` fills, keyed by line so
+the IR models (compiled with line tables) can be joined to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import clang.cindex as ci
+
+from sirius.analysis.frontend import CompileJob
+
+
+@dataclass(frozen=True)
+class SourceRange:
+    file: str
+    line: int
+    column: int
+    end_line: int
+    start_offset: int
+    end_offset: int
+
+
+@dataclass(frozen=True)
+class KernelDecl:
+    name: str
+    stub_mangled: str  # mangled name of the host-side stub, as in host IR
+    params: tuple[tuple[str, str], ...]  # (name, type spelling)
+    range: SourceRange
+    is_template: bool = False
+
+
+@dataclass(frozen=True)
+class LaunchSite:
+    kernel: str
+    function: str  # enclosing host function
+    config: tuple[str, ...]  # grid, block[, shmem[, stream]] as written
+    args: tuple[str, ...]
+    range: SourceRange
+
+    @property
+    def text(self) -> str:
+        return f"{self.kernel}<<<{', '.join(self.config)}>>>({', '.join(self.args)})"
+
+
+@dataclass(frozen=True)
+class AllocSite:
+    function: str  # runtime function, e.g. cudaMalloc
+    variable: str | None
+    line: int
+    size_text: str
+
+
+@dataclass
+class SourceIndex:
+    kernels: dict[str, KernelDecl] = field(default_factory=dict)  # by stub mangled name
+    launches: list[LaunchSite] = field(default_factory=list)
+    allocations: list[AllocSite] = field(default_factory=list)
+    functions_with_launches: set[str] = field(default_factory=set)
+
+    def kernel_by_name(self, name: str) -> KernelDecl | None:
+        return next((k for k in self.kernels.values() if k.name == name), None)
+
+    def allocation_at(self, line: int | None) -> AllocSite | None:
+        return next((a for a in self.allocations if a.line == line), None)
+
+    def launches_at(self, line: int | None) -> list[LaunchSite]:
+        return [l for l in self.launches if l.range.line == line]
+
+
+_ALLOC_FUNCS = {"cudaMalloc", "cudaMallocManaged", "cudaMallocAsync", "cudaMallocHost", "cudaHostAlloc",
+                "cudaMallocPitch"}
+
+
+def _range(cursor) -> SourceRange:
+    ext = cursor.extent
+    return SourceRange(str(ext.start.file), ext.start.line, ext.start.column, ext.end.line,
+                       ext.start.offset, ext.end.offset)
+
+
+def _text(source: bytes, cursor) -> str:
+    ext = cursor.extent
+    return source[ext.start.offset:ext.end.offset].decode("utf-8", "replace").strip()
+
+
+def _referenced_variable(cursor) -> str | None:
+    for node in cursor.walk_preorder():
+        if node.kind == ci.CursorKind.DECL_REF_EXPR:
+            return node.spelling
+        if node.kind == ci.CursorKind.MEMBER_REF_EXPR:
+            return node.spelling
+    return None
+
+
+def build_source_index(job: CompileJob) -> SourceIndex:
+    """Index kernels, launches and allocations of the main file of ``job``."""
+    path = str(job.path)
+    source = Path(path).read_bytes()
+    index = ci.Index.create()
+    tu = index.parse(path, args=job.libclang_args(), options=ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD * 0)
+    out = SourceIndex()
+    main_file = str(Path(path))
+
+    def in_main(c) -> bool:
+        return c.location.file is not None and str(c.location.file) == main_file
+
+    def visit(cursor, function: str | None) -> None:
+        for c in cursor.get_children():
+            if not in_main(c):
+                continue
+            kind = c.kind
+            if kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE, ci.CursorKind.CXX_METHOD):
+                is_kernel = any(ch.kind == ci.CursorKind.CUDAGLOBAL_ATTR for ch in c.get_children())
+                if is_kernel and c.is_definition():
+                    params = tuple((p.spelling, p.type.spelling) for p in c.get_arguments() or [])
+                    if kind == ci.CursorKind.FUNCTION_TEMPLATE:
+                        params = tuple((p.spelling, p.type.spelling) for p in c.get_children()
+                                       if p.kind == ci.CursorKind.PARM_DECL)
+                    decl = KernelDecl(c.spelling, c.mangled_name or c.spelling, params, _range(c),
+                                      kind == ci.CursorKind.FUNCTION_TEMPLATE)
+                    out.kernels[decl.stub_mangled] = decl
+                    continue
+                visit(c, c.spelling)
+                continue
+            if kind == ci.CursorKind.CALL_EXPR and function is not None:
+                children = list(c.get_children())
+                if len(children) >= 2 and children[1].kind == ci.CursorKind.CALL_EXPR \
+                        and children[1].spelling == "__cudaPushCallConfiguration":
+                    config = tuple(_text(source, a) for a in children[1].get_children()
+                                   if a.extent.start.line > 0 and _text(source, a))
+                    # the first child of the config call is the callee reference
+                    config = config[1:] if config and config[0] == "__cudaPushCallConfiguration" else config
+                    args = tuple(_text(source, a) for a in children[2:])
+                    out.launches.append(LaunchSite(c.spelling or _text(source, children[0]), function,
+                                                   config, args, _range(c)))
+                    out.functions_with_launches.add(function)
+                elif c.spelling in _ALLOC_FUNCS:
+                    args = list(c.get_arguments())
+                    var = _referenced_variable(args[0]) if args else None
+                    size = _text(source, args[1]) if len(args) > 1 else ""
+                    out.allocations.append(AllocSite(c.spelling, var, c.location.line, size))
+            visit(c, function)
+
+    visit(tu.cursor, None)
+    return out
