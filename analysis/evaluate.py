@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from sirius.analysis.cfg import Loop, dominates, dominators, natural_loops
 from sirius.analysis.ir import Block, Const, Function, Instr, TypeLayout, Value, branch_targets, gep_source_type, split_top_level
-from sirius.analysis.symbolic import Constraint, Expr, eq, ge, lt
+from sirius.analysis.symbolic import Constraint, Expr, SymDiv, eq, ge, lt
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,7 @@ class Formula:
             if c.op == ">=":
                 return Formula.of(Constraint(-c.expr - 1, ">="))
             if c.op == "=":
-                return Formula("or", parts=(Formula.of(Constraint(c.expr - 1, ">=")),
-                                            Formula.of(Constraint(-c.expr - 1, ">="))))
+                return Formula.of(Constraint(c.expr, "!="))
             return Formula.of(Constraint(c.expr, "="))
         negs = [p.negate() for p in self.parts]
         if any(n is None for n in negs):
@@ -62,7 +61,10 @@ class Formula:
     def subs(self, mapping) -> "Formula":
         if self.op == "atom":
             return Formula.of(self.atom.subs(mapping))  # type: ignore[union-attr]
-        return Formula(self.op, parts=tuple(p.subs(mapping) for p in self.parts))
+        parts = tuple(p.subs(mapping) for p in self.parts)
+        if self.op == "and":
+            return conjunction(list(parts)) or Formula.of(Constraint(Expr.const(0), ">="))
+        return Formula(self.op, parts=parts)
 
     def is_affine(self) -> bool:
         if self.op == "atom":
@@ -92,10 +94,20 @@ class Formula:
         return text[1:-1] if text.startswith("(") and self.op != "atom" else text
 
 
+def _trivially_true(f: Formula) -> bool:
+    if f.op != "atom" or f.atom is None:
+        return False
+    value = f.atom.expr.constant_value()
+    if value is None:
+        return False
+    return {">=": value >= 0, "=": value == 0, "!=": value != 0}[f.atom.op]
+
+
 def conjunction(formulas: list[Formula]) -> Formula | None:
+    """``and`` of the formulas, flattened, with constant-true atoms dropped."""
     flat: list[Formula] = []
     for f in formulas:
-        flat.extend(f.parts if f.op == "and" else [f])
+        flat.extend(p for p in (f.parts if f.op == "and" else [f]) if not _trivially_true(p))
     if not flat:
         return None
     return flat[0] if len(flat) == 1 else Formula("and", parts=tuple(flat))
@@ -132,6 +144,7 @@ class Evaluator:
         self.cache: dict[int, object] = {}
         self._in_progress: set[int] = set()
         self.loop_infos: dict[str, LoopInfo] = {}
+        self.counted_loops: set[str] = set()  # loops with a recognized induction variable
 
     # ------------------------------------------------------------- leaves
     def leaf(self, value: Value):
@@ -143,6 +156,8 @@ class Evaluator:
         if isinstance(v, Block):
             return None
         if isinstance(v, Const):
+            if "@" in v.text:
+                return self._constant_pointer(v.text)
             if isinstance(v.value, int) and not isinstance(v.value, bool) and v.type != "ptr":
                 return Expr.const(v.value)
             if v.type.startswith("i1") and isinstance(v.value, bool):
@@ -178,7 +193,7 @@ class Evaluator:
             return self._gep(v)
         if op == "phi":
             return self._phi(v)
-        if op in ("call", "load", "extractvalue", "ptrtoint", "inttoptr"):
+        if op in ("call", "load", "alloca", "extractvalue", "ptrtoint", "inttoptr"):
             return self.leaf(v)
         return None
 
@@ -200,6 +215,8 @@ class Evaluator:
             return a + b
         if op in ("sdiv", "udiv") and kb is not None and kb > 0:
             return a.floordiv(kb)  # exact for the non-negative indices it is used on
+        if op in ("sdiv", "udiv", "srem", "urem") and kb is None:
+            return Expr.atom(SymDiv(a, b, is_mod=op in ("srem", "urem")))
         if op in ("lshr", "ashr") and kb is not None and 0 <= kb < 63:
             return a.floordiv(1 << kb)
         if op in ("srem", "urem") and kb is not None and kb > 0:
@@ -210,43 +227,60 @@ class Evaluator:
 
     def _gep(self, v: Instr):
         base = self.value(v.operands[0])
-        if not isinstance(base, Pointer):
-            return None
         source = gep_source_type(v)
-        if source is None:
+        if not isinstance(base, Pointer) or source is None:
             return None
+        return self._step(base, source, [self.expr(o) for o in v.operands[1:]])
+
+    def _step(self, base: Pointer, source: str, indices: list[Expr | None]) -> Pointer:
+        """Offset of a GEP: the first index strides ``source``, later ones step inside it."""
         offset = base.offset
         if offset is None:
             return base
         cur = source
-        for i, idx_val in enumerate(v.operands[1:]):
-            if i == 0:
-                stride = self.layout.size(cur)
-                idx = self.expr(idx_val)
-                if stride is None or idx is None:
-                    return Pointer(base.base, None)
-                offset = offset + idx * stride
-                continue
-            m = re.fullmatch(r"[\[<](\d+) x (.+)[\]>]", cur.strip())
-            if m:
+        for i, idx in enumerate(indices):
+            if i > 0:
+                m = re.fullmatch(r"[\[<](\d+) x (.+)[\]>]", cur.strip())
+                if not m:
+                    field = None if idx is None else idx.constant_value()
+                    fields = self.layout.struct_fields(cur)
+                    fo = None if field is None or fields is None else self.layout.field_offset(cur, field)
+                    if fo is None:
+                        return Pointer(base.base, None)
+                    offset = offset + fo
+                    cur = fields[field]  # type: ignore[index]
+                    continue
                 cur = m.group(2)
-                stride = self.layout.size(cur)
-                idx = self.expr(idx_val)
-                if stride is None or idx is None:
-                    return Pointer(base.base, None)
-                offset = offset + idx * stride
-                continue
-            k = self.expr(idx_val)
-            field = None if k is None else k.constant_value()
-            fields = self.layout.struct_fields(cur)
-            if field is None or fields is None:
+            stride = self.layout.size(cur)
+            if stride is None or idx is None:
                 return Pointer(base.base, None)
-            fo = self.layout.field_offset(cur, field)
-            if fo is None:
-                return Pointer(base.base, None)
-            offset = offset + fo
-            cur = fields[field]
+            offset = offset + idx * stride
         return Pointer(base.base, offset)
+
+    def _constant_pointer(self, text: str):
+        """Constant pointer expressions: ``@g``, casts of it, and constant GEPs into it."""
+        body = text.split(" ", 1)[1] if text.startswith("ptr") else text
+        body = body.strip()
+        m = re.fullmatch(r"(?:addrspace\(\d+\) )?@([\w.$]+|\"[^\"]+\")", body)
+        if m:
+            return Pointer(("global", m.group(1).strip('"')), Expr.const(0))
+        m = re.fullmatch(r"addrspacecast \((?:ptr addrspace\(\d+\)|ptr) (.+) to ptr(?: addrspace\(\d+\))?\)", body)
+        if m:
+            return self._constant_pointer(m.group(1))
+        m = re.fullmatch(r"getelementptr (?:(?:inbounds|nuw|nusw)\s+)*\((.*)\)", body)
+        if m:
+            parts = split_top_level(m.group(1))
+            if len(parts) < 2:
+                return None
+            inner = self._constant_pointer(parts[1].split(" ", 1)[1] if parts[1].startswith("ptr") else parts[1])
+            if not isinstance(inner, Pointer):
+                return None
+            idx = []
+            for p in parts[2:]:
+                num = re.fullmatch(r"i\d+ (-?\d+)", p.strip())
+                idx.append(Expr.const(int(num.group(1))) if num else None)
+            return self._step(inner, parts[0], idx)
+        return None
 
     def _phi(self, v: Instr):
         lp = self.loop_of_header.get(v.block)  # type: ignore[arg-type]
@@ -271,13 +305,15 @@ class Evaluator:
         init = self.value(init_v)
         if init is None:
             return None
-        marker = Expr.sym(f"__phi{id(phi)}")
+        marker_name = f"__phi{id(phi)}"
+        marker = Expr.sym(marker_name)
         probe = Pointer(init.base, marker) if isinstance(init, Pointer) else marker
         self.cache[id(phi)] = probe
         # next values must be re-evaluated with the phi bound to the marker
-        saved = dict(self.cache)
+        saved, saved_progress = dict(self.cache), self._in_progress
+        self._in_progress = {id(phi)}
         nxt = self.value(next_v)
-        self.cache = saved
+        self.cache, self._in_progress = saved, saved_progress
         del self.cache[id(phi)]
         k = Expr.sym(lp.name)
         if isinstance(init, Pointer) and isinstance(nxt, Pointer) and nxt.base == init.base:
@@ -287,8 +323,9 @@ class Evaluator:
                 return Pointer(init.base, init.offset + k * step)
             return Pointer(init.base, None)
         if isinstance(init, Expr) and isinstance(nxt, Expr):
-            step = (nxt - marker).constant_value()
-            if step is not None:
+            step = nxt - marker
+            if marker_name not in step.symbols():
+                # a loop-invariant step, constant or symbolic (``j += blockDim.x``)
                 self._note_loop(lp)
                 return init + k * step
         return None
@@ -360,13 +397,14 @@ class Evaluator:
 
     # --------------------------------------------------------------- loops
     def _note_loop(self, lp: Loop) -> None:
-        if lp.name not in self.loop_infos:
-            self.loop_infos[lp.name] = LoopInfo(lp.name, lp.name, None, None, lp.header.label)
-            self.loop_infos[lp.name] = self._loop_info(lp)
+        self.counted_loops.add(lp.name)
 
     def loop_info(self, lp: Loop) -> LoopInfo:
         """The iteration domain of ``lp`` over its iterator (computed once)."""
-        self._note_loop(lp)
+        if lp.name not in self.loop_infos:
+            # placeholder first: evaluating exit conditions re-enters through the phis
+            self.loop_infos[lp.name] = LoopInfo(lp.name, lp.name, None, None, lp.header.label)
+            self.loop_infos[lp.name] = self._loop_info(lp)
         return self.loop_infos[lp.name]
 
     def _loop_info(self, lp: Loop) -> LoopInfo:
@@ -384,6 +422,7 @@ class Evaluator:
                 stay = stay.negate()
             if stay is None:
                 continue
+            stay = _canonical_exit(stay, k)
             if exiting in lp.latches:
                 stay = stay.subs({k: Expr.sym(k) - 1})  # a latch decides whether iteration k+1 runs
             elif exiting is not lp.header:
@@ -391,3 +430,20 @@ class Evaluator:
             constraints.append(stay)
         line = next((i.line for i in lp.header.instrs if i.line), None)
         return LoopInfo(lp.name, k, conjunction(constraints), line, lp.header.label)
+
+
+def _canonical_exit(stay: Formula, k: str) -> Formula:
+    """``iv != bound`` as a loop's stay condition means ``iv < bound`` (or ``>``).
+
+    Clang emits ``icmp eq`` exits for counted loops whose bound it proved
+    reachable; with the iterator stepping towards the bound the two agree.
+    """
+    if stay.op != "atom" or stay.atom is None or stay.atom.op != "!=":
+        return stay
+    e = stay.atom.expr
+    c = e.coefficient(k)
+    if c > 0:
+        return Formula.of(Constraint(-e - 1, ">="))
+    if c < 0:
+        return Formula.of(Constraint(e - 1, ">="))
+    return stay

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import llvmlite.binding as llvm
 
 _DBG_REF = re.compile(r"!dbg !(\d+)")
-_DILOCATION = re.compile(r"^!(\d+) = !DILocation\(line: (\d+)", re.M)
+_DILOCATION = re.compile(r"^!(\d+) = (?:distinct )?!DILocation\(line: (\d+)(?:.*?inlinedAt: !(\d+))?", re.M)
 _STRUCT_DEF = re.compile(r"^(%[\w.$\"]+) = type (<?\{.*\}>?)\s*$", re.M)
 
 
@@ -118,7 +118,18 @@ class Module:
 class _Converter:
     def __init__(self, text: str):
         self.text = text
-        self.lines = {int(a): int(b) for a, b in _DILOCATION.findall(text)}
+        # A location inlined from a header (cudaMalloc<T>, say) is reported at
+        # the outermost call site, which is the line the user wrote.
+        raw = {int(a): (int(b), int(c) if c else None) for a, b, c in _DILOCATION.findall(text)}
+        self.lines = {}
+        for key in raw:
+            line, parent = raw[key]
+            seen = 0
+            while parent is not None and parent in raw and seen < 64:
+                line, parent = raw[parent]
+                seen += 1
+            self.lines[key] = line
+        self.dbg_refs = _instruction_dbg_refs(text)
         self.values: dict[int, Value] = {}
         self.blocks: dict[int, Block] = {}
 
@@ -168,12 +179,13 @@ class _Converter:
             func.blocks.append(block)
         # First pass: create instruction objects so forward references resolve.
         raw_instrs = []
+        refs = iter(self.dbg_refs.get(fn.name, []))
         for b, block in zip(raw_blocks, func.blocks):
             for ins in b.instructions:
                 text = str(ins).strip()
-                m = _DBG_REF.search(text)
+                ref = next(refs, None)
                 instr = Instr("inst", str(ins.type), text, ins.name, opcode=ins.opcode, block=block,
-                              line=self.lines.get(int(m.group(1))) if m else None)
+                              line=self.lines.get(ref) if ref is not None else None)
                 self.values[_address(ins)] = instr
                 block.instrs.append(instr)
                 raw_instrs.append((ins, instr))
@@ -195,6 +207,35 @@ class _Converter:
             for succ in targets:
                 succ.preds.append(block)
         return func
+
+
+_DEFINE = re.compile(r'^define [^@]*@("(?:[^"]|\\")*"|[\w.$]+)\(')
+
+
+def _instruction_dbg_refs(text: str) -> dict[str, list[int | None]]:
+    """Per defined function, the ``!dbg`` reference of each instruction in order.
+
+    Read from the input text because llvmlite prints a single instruction
+    with metadata numbers of its own; instruction order is the same.
+    """
+    out: dict[str, list[int | None]] = {}
+    current: list[int | None] | None = None
+    for line in text.splitlines():
+        if current is None:
+            m = _DEFINE.match(line)
+            if m:
+                current = out.setdefault(m.group(1).strip('"'), [])
+            continue
+        if line.startswith("}"):
+            current = None
+            continue
+        stripped = line.strip()
+        if not stripped or stripped.startswith(";") or (not line.startswith(" ") and stripped.endswith(":")) \
+                or re.match(r"^[\w.$\"-]+:", line):
+            continue
+        m = _DBG_REF.search(stripped)
+        current.append(int(m.group(1)) if m else None)
+    return out
 
 
 def parse_module(text: str) -> Module:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from sirius.analysis.cfg import loop_nest
 from sirius.analysis.evaluate import Evaluator, Formula, LoopInfo, Pointer, conjunction
-from sirius.analysis.ir import Arg, Block, Function, Instr, Module, TypeLayout, Value
+from sirius.analysis.ir import Arg, Block, Function, Instr, Module, TypeLayout, Value, split_top_level
 from sirius.analysis.symbolic import Expr
 
 SREG = re.compile(r"llvm\.nvvm\.read\.ptx\.sreg\.(tid|ntid|ctaid|nctaid)\.([xyz])$")
@@ -67,8 +67,9 @@ class Access:
 
     @property
     def affine(self) -> bool:
-        return self.offset is not None and self.offset.is_affine() and (
-            self.guard is None or self.guard.is_affine())
+        """The index is a (parametric) affine expression; products with
+        ``blockDim`` or scalar parameters become affine at each launch."""
+        return self.offset is not None
 
     def index(self, unit: int) -> Expr | None:
         if self.offset is None or any(c % unit for _, c in self.offset.terms):
@@ -163,13 +164,15 @@ def _pointer_operand(instr: Instr) -> Value | None:
 def _shared_arrays(module: Module, layout: TypeLayout, demangle) -> dict[str, SharedArray]:
     out = {}
     for name, g in module.globals.items():
-        m = re.match(r"@\S+ = .*?addrspace\(3\) (?:externally_initialized )?global (.+?)(?:,| undef| poison| zeroinitializer|$)",
-                     g.text)
-        if " addrspace(3) " not in g.text:
+        m = re.search(r"addrspace\(3\) (?:externally_initialized )?global (.*)$", g.text)
+        if not m:
             continue
-        ty_match = re.search(r"addrspace\(3\) (?:externally_initialized )?global (\[[^\]]*\]|\S+)", g.text)
-        ty = ty_match.group(1) if ty_match else (m.group(1) if m else "")
-        dynamic = " external " in f" {g.text} " or ty.startswith("[0 x")
+        rest = m.group(1)
+        ty = split_top_level(rest)[0]
+        for suffix in (" undef", " poison", " zeroinitializer"):
+            ty = ty.split(suffix)[0]
+        ty = ty.strip()
+        dynamic = g.text.split("=", 1)[1].lstrip().startswith("external") or ty.startswith("[0 x")
         size = None if dynamic else layout.size(ty)
         out[name] = SharedArray(_local_name(demangle(name)), name, size, dynamic)
     return out
@@ -347,11 +350,45 @@ def _early_exits(ev: Evaluator, func: Function, barrier_blocks: set[Block]) -> l
                 formula = ev.condition(cond)
                 if formula is not None and leave is f:
                     formula = formula.negate()
-                symbols = formula.symbols() if formula is not None else None
-                divergent = symbols is None or bool(symbols & set(THREAD_SYMBOLS))
-                uniform_loop_exit = not divergent and any(b in lp.blocks and leave not in lp.blocks for lp in ev.loops)
-                if uniform_loop_exit:
-                    continue
+                divergent = _divergent(ev, cond, {})
+                if not divergent:
+                    continue  # the whole block leaves together: no barrier waits on it
                 out.append(EarlyExit(term.line, str(formula) if formula is not None else "data-dependent",
                                      divergent, stay in reaches_barrier))
     return out
+
+
+def _divergent(ev: Evaluator, v: Value, memo: dict[int, bool]) -> bool:
+    """May ``v`` differ between threads of one block? (conservative taint)
+
+    Thread indices and loaded data are divergent; parameters, block indices
+    and dimensions are uniform. A loop-header phi is divergent when an
+    incoming value is; any other phi with differing inputs is taken as
+    divergent, since it may join the two sides of a divergent branch.
+    """
+    if not isinstance(v, Instr):
+        return False
+    key = id(v)
+    if key in memo:
+        return memo[key]
+    memo[key] = False  # cycles through loop phis: assume uniform until shown otherwise
+    if v.opcode == "call":
+        m = SREG.match(v.callee or "")
+        if m:
+            result = m.group(1) == "tid"
+        elif v.callee and v.callee.startswith("llvm."):
+            result = any(_divergent(ev, o, memo) for o in v.operands[:-1])
+        else:
+            result = True
+    elif v.opcode in ("load", "atomicrmw", "cmpxchg"):
+        result = True
+    elif v.opcode == "phi":
+        header = v.block in ev.loop_of_header
+        if header or len({id(o) for o in v.operands}) == 1:
+            result = any(_divergent(ev, o, memo) for o in v.operands)
+        else:
+            result = True
+    else:
+        result = any(_divergent(ev, o, memo) for o in v.operands if not isinstance(o, Block))
+    memo[key] = result
+    return result

@@ -132,10 +132,8 @@ def build_source_index(job: CompileJob) -> SourceIndex:
                 children = list(c.get_children())
                 if len(children) >= 2 and children[1].kind == ci.CursorKind.CALL_EXPR \
                         and children[1].spelling == "__cudaPushCallConfiguration":
-                    config = tuple(_text(source, a) for a in children[1].get_children()
+                    config = tuple(_text(source, a) for a in children[1].get_arguments()
                                    if a.extent.start.line > 0 and _text(source, a))
-                    # the first child of the config call is the callee reference
-                    config = config[1:] if config and config[0] == "__cudaPushCallConfiguration" else config
                     args = tuple(_text(source, a) for a in children[2:])
                     out.launches.append(LaunchSite(c.spelling or _text(source, children[0]), function,
                                                    config, args, _range(c)))

@@ -39,7 +39,23 @@ class Mod:
         return f"(({self.num}) mod {self.den})"
 
 
-Atom = Union[Sym, FloorDiv, Mod]
+@dataclass(frozen=True)
+class SymDiv:
+    """``floor(num / den)`` or ``num mod den`` with a symbolic divisor.
+
+    Not affine by itself; becomes a quasi-affine atom once substitution
+    (e.g. a launch's constant scalar argument) makes ``den`` a constant.
+    """
+
+    num: "Expr"
+    den: "Expr"
+    is_mod: bool = False
+
+    def __str__(self) -> str:
+        return f"(({self.num}) mod ({self.den}))" if self.is_mod else f"floor(({self.num})/({self.den}))"
+
+
+Atom = Union[Sym, FloorDiv, Mod, SymDiv]
 Monomial = tuple  # sorted tuple of atoms; () is the constant term
 
 
@@ -138,6 +154,8 @@ class Expr:
             for a in m:
                 if isinstance(a, Sym):
                     out.add(a.name)
+                elif isinstance(a, SymDiv):
+                    out |= a.num.symbols() | a.den.symbols()
                 else:
                     out |= a.num.symbols()
         return out
@@ -184,6 +202,8 @@ def _lift(x: "Expr | int") -> Expr:
 
 
 def _atom_affine(a: Atom) -> bool:
+    if isinstance(a, SymDiv):
+        return False
     return isinstance(a, Sym) or a.num.is_affine()
 
 
@@ -191,6 +211,12 @@ def _subs_atom(a: Atom, mapping: Mapping[str, "Expr | int"]) -> Expr:
     if isinstance(a, Sym):
         return _lift(mapping[a.name]) if a.name in mapping else Expr.atom(a)
     inner = a.num.subs(mapping)
+    if isinstance(a, SymDiv):
+        den = a.den.subs(mapping)
+        k = den.constant_value()
+        if k is not None and k > 0:
+            return inner.mod(k) if a.is_mod else inner.floordiv(k)
+        return Expr.atom(SymDiv(inner, den, a.is_mod))
     return inner.floordiv(a.den) if isinstance(a, FloorDiv) else inner.mod(a.den)
 
 

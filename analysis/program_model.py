@@ -1,0 +1,280 @@
+"""Program model: kernels, host statements and launch instances of one program.
+
+Joins the three views of the frontend: device IR (kernel models), host IR
+(host model) and the libclang index (names and source ranges). A launch
+instance specializes its kernel's accesses with the launch's grid, block
+and constant scalar arguments, giving each access as an isl map from
+(block, thread, kernel loop) indices to elements of the argument's buffer.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+
+from sirius.analysis.evaluate import Formula, conjunction
+from sirius.analysis.frontend import CompileJob, CompiledProgram, compile_program
+from sirius.analysis.host_model import ArgValue, HostModel, HostStatement, build_host_model
+from sirius.analysis.ir import parse_module
+from sirius.analysis.kernel_model import (BLOCK_SYMBOLS, THREAD_SYMBOLS, Access, KernelModel, Param,
+                                          build_kernel_model)
+from sirius.analysis.source_index import LaunchSite, SourceIndex, build_source_index
+from sirius.analysis.symbolic import Expr
+from sirius.errors import InputError
+
+
+def demangler():
+    """A function mapping mangled C++ names to readable ones (identity if no tool)."""
+    tool = next((t for t in ("llvm-cxxfilt-22", "llvm-cxxfilt", "c++filt") if shutil.which(t)), None)
+    cache: dict[str, str] = {}
+
+    def demangle_all(names: list[str]) -> None:
+        todo = [n for n in names if n not in cache]
+        if not todo:
+            return
+        if tool is None:
+            cache.update({n: n for n in todo})
+            return
+        out = subprocess.run([tool], input="\n".join(todo), capture_output=True, text=True).stdout.splitlines()
+        cache.update(dict(zip(todo, out if len(out) == len(todo) else todo)))
+
+    def demangle(name: str) -> str:
+        demangle_all([name])
+        return cache[name]
+
+    demangle.prefetch = demangle_all  # type: ignore[attr-defined]
+    return demangle
+
+
+def _short_name(demangled: str) -> str:
+    """``ns::kernel<float>(float*, int)`` -> ``ns::kernel<float>``."""
+    depth = 0
+    for i, ch in enumerate(demangled):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "(" and depth == 0:
+            return demangled[:i]
+    return demangled
+
+
+@dataclass(frozen=True)
+class AccessMap:
+    access: Access
+    isl: str  # isl map text; every instance of the launch touching the buffer
+    buffer: str  # the allocation (or shared array) accessed
+    exact: bool  # False when over-approximated
+
+
+@dataclass(frozen=True)
+class LaunchInstance:
+    statement: HostStatement
+    kernel: KernelModel
+    site: LaunchSite | None
+    bindings: tuple[tuple[str, ArgValue], ...]  # param name -> argument
+    maps: tuple[AccessMap, ...]
+
+    @property
+    def index(self) -> int:
+        return self.statement.index
+
+
+@dataclass
+class ProgramModel:
+    path: str
+    kernels: dict[str, KernelModel]  # by mangled device name
+    host: HostModel
+    source: SourceIndex
+    launches: list[LaunchInstance] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+# ------------------------------------------------------------- isl building
+
+def _affine_part(f: Formula | None) -> Formula | None:
+    """Drop non-affine conjuncts (widening); a non-affine disjunction is dropped whole."""
+    if f is None:
+        return None
+    parts = f.parts if f.op == "and" else (f,)
+    return conjunction([p for p in parts if p.is_affine()])
+
+
+def launch_substitution(stmt: HostStatement, kernel: KernelModel, bindings) -> dict[str, Expr]:
+    subs: dict[str, Expr] = {}
+    for axis, d in zip("xyz", (stmt.block.x, stmt.block.y, stmt.block.z) if stmt.block else (None,) * 3):
+        if d is not None:
+            subs[f"nt{axis}"] = d
+    for axis, d in zip("xyz", (stmt.grid.x, stmt.grid.y, stmt.grid.z) if stmt.grid else (None,) * 3):
+        if d is not None:
+            subs[f"nb{axis}"] = d
+    for name, arg in bindings:
+        if arg.kind == "scalar" and arg.value is not None:
+            subs[name] = arg.value
+    return subs
+
+
+def _dims_used(stmt: HostStatement, symbols: set[str]) -> list[str]:
+    dims = []
+    grid = stmt.grid.constant() if stmt.grid else None
+    block = stmt.block.constant() if stmt.block else None
+    for i, axis in enumerate("xyz"):
+        if f"b{axis}" in symbols or (grid is not None and grid[i] > 1) or axis == "x":
+            dims.append(f"b{axis}")
+    for i, axis in enumerate("xyz"):
+        if f"t{axis}" in symbols or (block is not None and block[i] > 1) or axis == "x":
+            dims.append(f"t{axis}")
+    return dims
+
+
+def access_map(stmt: HostStatement, kernel: KernelModel, access: Access, subs: dict[str, Expr],
+               buffer: str, base_offset: Expr | None) -> AccessMap:
+    """The isl map of one access at one launch (see the module docstring)."""
+    unit = kernel.buffer_unit(access.buffer)
+    offset = None if access.offset is None else access.offset.subs(subs)
+    guard = None if access.guard is None else access.guard.subs(subs)
+    exact = True
+    if offset is not None and not offset.is_affine():
+        offset, exact = None, False
+    if offset is not None and any(c % unit for _, c in offset.terms):
+        offset, exact = None, False
+    aff_guard = _affine_part(guard)
+    if guard is not None and (aff_guard is None or str(aff_guard) != str(guard)):
+        exact = False
+    symbols = set(offset.symbols() if offset is not None else set())
+    symbols |= base_offset.symbols() if base_offset is not None else set()
+    symbols |= aff_guard.symbols() if aff_guard is not None else set()
+    dims = _dims_used(stmt, symbols)
+    dims += [lp for lp in access.loops]
+    bounds = []
+    for d in dims:
+        if d in BLOCK_SYMBOLS + THREAD_SYMBOLS:
+            extent = subs.get(("nb" if d.startswith("b") else "nt") + d[1])
+            if extent is not None and extent.is_affine():
+                bounds.append(f"0 <= {d} < {extent}" if extent.constant_value() is not None
+                              else f"0 <= {d} and {d} < {extent}")
+            else:
+                bounds.append(f"0 <= {d}")
+    constraints = bounds + ([aff_guard.to_isl()] if aff_guard is not None else [])
+    if offset is not None:
+        out = f"{buffer}[{offset.floordiv(unit)}]" if base_offset is None else \
+            f"{buffer}[{(offset + base_offset).floordiv(unit)}]"
+    else:
+        out = f"{buffer}[o0]"
+        exact = False
+    params = sorted(symbols - set(dims) - set(access.loops))
+    text = (f"[{', '.join(params)}] -> " if params else "") + \
+        f"{{ [{', '.join(dims)}] -> {out} : {' and '.join(constraints)} }}"
+    return AccessMap(access, text, buffer, exact and access.affine or exact and offset is not None)
+
+
+def _instance(stmt: HostStatement, kernel: KernelModel, site: LaunchSite | None) -> LaunchInstance:
+    bindings = tuple((p.name, stmt.args[i] if i < len(stmt.args) else ArgValue("unknown"))
+                     for i, p in enumerate(kernel.params))
+    subs = launch_substitution(stmt, kernel, bindings)
+    binding = dict(bindings)
+    maps = []
+    for a in kernel.accesses:
+        if a.space == "shared":
+            maps.append(access_map(stmt, kernel, a, subs, a.buffer, None))
+            continue
+        arg = binding.get(a.buffer)
+        if arg is not None and arg.kind == "buffer":
+            base = arg.offset if arg.offset is not None and arg.offset.is_affine() else None
+            unit = kernel.buffer_unit(a.buffer)
+            if base is not None and any(c % unit for _, c in base.terms):
+                base = None
+            m = access_map(stmt, kernel, a, subs, arg.buffer or a.buffer, base)
+            if arg.offset is not None and base is None:
+                m = AccessMap(a, m.isl, m.buffer, False)
+            maps.append(m)
+        else:
+            maps.append(access_map(stmt, kernel, a, subs, a.buffer, None))
+    return LaunchInstance(stmt, kernel, site, bindings, tuple(maps))
+
+
+# ------------------------------------------------------------------ driver
+
+def analyze_program(job: CompileJob, entry: str = "main") -> ProgramModel:
+    """Compile, index and model the program of ``job`` (frontend to launch instances)."""
+    compiled: CompiledProgram = compile_program(job)
+    source = build_source_index(job)
+    device = parse_module(compiled.device_ir)
+    host = parse_module(compiled.host_ir)
+    demangle = demangler()
+    demangle.prefetch([f.name for f in device.functions.values()] +  # type: ignore[attr-defined]
+                      [f.name for f in host.functions.values()] + list(device.globals))
+
+    # kernels, with parameter names from the source where it declares them
+    by_readable: dict[str, str] = {}
+    kernels: dict[str, KernelModel] = {}
+    decls = {demangle(stub).replace("__device_stub__", "", 1): d for stub, d in source.kernels.items()}
+    for fn in device.functions.values():
+        if fn.is_declaration or not fn.is_kernel:
+            continue
+        readable = demangle(fn.name)
+        decl = decls.get(readable)
+        params = []
+        for i, a in enumerate(fn.args):
+            if decl is not None and i < len(decl.params) and decl.params[i][0]:
+                pname, ptype = decl.params[i]
+            else:
+                pname, ptype = f"arg{i}", a.type
+            params.append(Param(pname, ptype, a.type.startswith("ptr")))
+        kernels[fn.name] = build_kernel_model(fn, device, _short_name(readable), params, demangle)
+        by_readable[readable] = fn.name
+
+    def kernel_of_stub(stub: str) -> str | None:
+        return by_readable.get(demangle(stub).replace("__device_stub__", "", 1))
+
+    def alloc_name(line: int | None, ordinal: int) -> str | None:
+        sites = [a for a in source.allocations if a.line == line]
+        return sites[ordinal].variable if ordinal < len(sites) else None
+
+    host_model = build_host_model(host, entry, alloc_name, kernel_of_stub)
+    if not host_model.launches:
+        raise InputError(f"error: {job.path}: no kernel launches found in '{entry}'"
+                         + ("; " + "; ".join(host_model.notes) if host_model.notes else ""))
+    model = ProgramModel(str(job.path), kernels, host_model, source, notes=list(host_model.notes))
+    sites_by_line: dict[int, list[LaunchSite]] = {}
+    for site in source.launches:
+        sites_by_line.setdefault(site.range.line, []).append(site)
+    used: dict[int, int] = {}
+    for stmt in host_model.launches:
+        kernel = kernels.get(stmt.kernel or "")
+        if kernel is None:
+            model.notes.append(f"launch at line {stmt.line}: kernel {stmt.kernel} not found in device code")
+            continue
+        candidates = sites_by_line.get(stmt.line or -1, [])
+        site = next((s for s in candidates if s.kernel.split("<")[0] == kernel.name.split("<")[0].split("::")[-1]),
+                    candidates[0] if candidates else None)
+        model.launches.append(_instance(stmt, kernel, site))
+        used[stmt.line or -1] = used.get(stmt.line or -1, 0) + 1
+    return model
+
+
+def launch_count(model: ProgramModel) -> int | None:
+    """Launches in one run of the program (host loop domains counted), if all are bounded."""
+    import islpy as isl
+
+    total = 0
+    for inst in model.launches:
+        stmt = inst.statement
+        if not stmt.loops:
+            total += 1
+            continue
+        if stmt.domain is None or not stmt.domain.is_affine():
+            return None
+        s = isl.Set(f"{{ [{', '.join(stmt.loops)}] : {stmt.domain.to_isl()} }}")
+        if not s.is_bounded():
+            return None
+        total += s.count_val().to_python() if hasattr(s, "count_val") else len(_enumerate(s))
+    return total
+
+
+def _enumerate(s) -> list:
+    points = []
+    s.foreach_point(points.append)
+    return points
