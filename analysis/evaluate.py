@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sirius.analysis.cfg import Loop, dominates, dominators, natural_loops
+from sirius.analysis.cfg import Loop, dominates, dominators, natural_loops, structured_order
 from sirius.analysis.ir import Block, Const, Function, Instr, TypeLayout, Value, branch_targets, gep_source_type, split_top_level
 from sirius.analysis.symbolic import Constraint, Expr, SymDiv, eq, ge, lt
 
@@ -138,6 +138,9 @@ class Evaluator:
         self.layout = layout
         self.idom = dominators(func)
         self.loops: list[Loop] = natural_loops(func, self.idom)
+        # number loops in program order, so names follow the source
+        position = {b: i for i, b in enumerate(structured_order(func, self.loops))}
+        self.loops.sort(key=lambda lp: position.get(lp.header, len(position)))
         for i, lp in enumerate(self.loops):
             lp.name = f"{loop_prefix}{i}"
         self.loop_of_header = {lp.header: lp for lp in self.loops}
@@ -424,7 +427,12 @@ class Evaluator:
                 continue
             stay = _canonical_exit(stay, k)
             if exiting in lp.latches:
-                stay = stay.subs({k: Expr.sym(k) - 1})  # a latch decides whether iteration k+1 runs
+                # a latch decides whether iteration k+1 runs: iteration k runs if
+                # k = 0 or the condition held at k-1 (a superset of the exact
+                # "held at every j < k", and equal to it for a halfspace)
+                shifted = stay.subs({k: Expr.sym(k) - 1})
+                first = Formula.of(eq(Expr.sym(k), Expr.const(0)))
+                stay = _simplest(Formula("or", parts=(first, shifted)), shifted, k)
             elif exiting is not lp.header:
                 continue  # a break in the middle: ignoring it over-approximates
             constraints.append(stay)
@@ -447,3 +455,19 @@ def _canonical_exit(stay: Formula, k: str) -> Formula:
     if c < 0:
         return Formula.of(Constraint(e - 1, ">="))
     return stay
+
+
+def _simplest(exact: Formula, simple: Formula, k: str) -> Formula:
+    """``simple`` when, together with ``k >= 0``, it describes the same set as ``exact``."""
+    import islpy as isl
+
+    if not (exact.is_affine() and simple.is_affine()):
+        return exact
+    params = sorted((exact.symbols() | simple.symbols()) - {k})
+    head = f"[{', '.join(params)}] -> " if params else ""
+    try:
+        a = isl.Set(f"{head}{{ [{k}] : {k} >= 0 and {exact.to_isl()} }}")
+        b = isl.Set(f"{head}{{ [{k}] : {k} >= 0 and {simple.to_isl()} }}")
+    except isl.Error:
+        return exact
+    return simple if a.is_equal(b) else exact

@@ -159,10 +159,13 @@ def render_text(model: ProgramModel, data: dict[str, Any] | None = None) -> str:
     out.append(f"buffers ({len(data['buffers'])})")
     for b in data["buffers"]:
         out.append(f"  {b['name']}: {b['bytes']} bytes ({b['allocator']}, line {b['line']})")
-    if data["host_loops"]:
+    enclosing = {name for st in data["statements"] for name in st["loops"]}
+    if enclosing:
         out.append("")
-        out.append("host loops")
+        out.append("host loops around device statements")
         for lp in data["host_loops"]:
+            if lp["iterator"] not in enclosing:
+                continue
             tc = f", {lp['trip_count']} iterations" if lp["trip_count"] is not None else ""
             out.append(f"  {lp['iterator']} (line {lp['line']}): {lp['domain']}{tc}")
     out.append("")

@@ -1,0 +1,110 @@
+// Sirius CPU backend: kernel launches.
+//
+// The source rewrite turns `kernel<<<grid, block, shmem, stream>>>(args)` into
+//   ::__sirius::launch(::__sirius::LaunchConfig(grid, block, shmem, stream),
+//                      "kernel", [=](auto... a) { kernel(a...); }, args)
+// so that overloads, templates with deduced arguments and default arguments
+// resolve as in CUDA. The arguments are evaluated once, at the launch, and
+// every CUDA thread gets its own copy.
+#pragma once
+#pragma GCC system_header
+
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "api.h"
+#include "types.h"
+
+namespace __sirius {
+
+struct LaunchConfig {
+  dim3 grid, block;
+  size_t shmem;
+  cudaStream_t stream;
+  LaunchConfig(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = 0)
+      : grid(g), block(b), shmem(s), stream(st) {}
+};
+
+struct LaunchBase {
+  const char* name;
+  dim3 grid, block;
+  size_t shmem;
+  void (*invoke)(LaunchBase*);
+};
+
+// Runs every block of the grid; returns once all have finished.
+void run_launch(LaunchBase* launch);
+// True while the calling OS thread runs a CUDA thread.
+bool in_kernel();
+void launched_from_device(const char* kernel);
+void check_kernel_pointer(const char* kernel, int index, const void* p);
+void unsupported(const char* what);
+
+template <class F, class Args> struct Launch : LaunchBase {
+  F f;
+  Args args;
+  template <class... A>
+  Launch(const char* n, const LaunchConfig& c, F fn, A&&... a)
+      : f(fn), args(std::forward<A>(a)...) {
+    name = n;
+    grid = c.grid;
+    block = c.block;
+    shmem = c.shmem;
+    invoke = &Launch::call;
+  }
+  static void call(LaunchBase* base) {
+    Launch* self = static_cast<Launch*>(base);
+    std::apply(self->f, self->args);
+  }
+};
+
+template <class T> inline void check_argument(const char* kernel, int index, const T& v) {
+  using D = typename std::decay<T>::type;
+  if constexpr (std::is_pointer<D>::value &&
+                !std::is_function<typename std::remove_pointer<D>::type>::value) {
+    check_kernel_pointer(kernel, index, (const void*)v);
+  }
+}
+
+template <class Tuple, std::size_t... I>
+inline void check_arguments(const char* kernel, const Tuple& t, std::index_sequence<I...>) {
+  (check_argument(kernel, (int)I + 1, std::get<I>(t)), ...);
+}
+
+template <class F, class... A>
+inline void launch(const LaunchConfig& config, const char* name, F f, A&&... a) {
+  if (in_kernel()) launched_from_device(name);
+  Launch<F, std::tuple<typename std::decay<A>::type...>> l(name, config, f, std::forward<A>(a)...);
+  check_arguments(name, l.args, std::index_sequence_for<A...>{});
+  run_launch(&l);
+}
+
+}  // namespace __sirius
+
+// cudaLaunchKernel with a typed kernel pointer: the argument array is unpacked
+// by the kernel's parameter types.
+template <class... P, std::size_t... I>
+inline void __sirius_launch_unpacked(void (*kernel)(P...), dim3 grid, dim3 block, void** args,
+                                     size_t shmem, cudaStream_t stream,
+                                     std::index_sequence<I...>) {
+  ::__sirius::launch(
+      ::__sirius::LaunchConfig(grid, block, shmem, stream), "cudaLaunchKernel",
+      [kernel](auto... a) { kernel(a...); },
+      *static_cast<typename std::decay<P>::type*>(args[I])...);
+}
+template <class... P>
+inline cudaError_t cudaLaunchKernel(void (*kernel)(P...), dim3 grid, dim3 block, void** args,
+                                    size_t shmem = 0, cudaStream_t stream = 0) {
+  __sirius_launch_unpacked(kernel, grid, block, args, shmem, stream,
+                           std::index_sequence_for<P...>{});
+  return cudaPeekAtLastError();
+}
+inline cudaError_t cudaLaunchKernel(const void*, dim3, dim3, void**, size_t = 0,
+                                    cudaStream_t = 0) {
+  ::__sirius::unsupported(
+      "cudaLaunchKernel with an untyped (void*) kernel pointer; launch it with <<<...>>> or "
+      "pass the kernel itself");
+  return cudaErrorNotSupported;
+}

@@ -1,0 +1,1344 @@
+// Sirius CPU backend runtime: runs CUDA grids on the CPU.
+//
+// Execution model
+// ---------------
+// * The blocks of a grid are spread over worker OS threads (the calling thread
+//   plus SIRIUS_CPU_THREADS - 1 pool threads; default: one per core), which
+//   take block numbers from a shared counter. Blocks on one OS thread run one
+//   after another.
+// * The CUDA threads of a block are fibers on that OS thread: user-level
+//   contexts with their own stacks, switched by a few instructions (no system
+//   call). A fiber runs until it finishes or reaches a barrier or warp
+//   operation; then the scheduler runs the next ready fiber. So `__shared__`
+//   variables are `static thread_local` storage: one instance per OS thread,
+//   used by one block at a time.
+// * __syncthreads() releases when every live (not finished) thread of the
+//   block waits at a barrier. If they wait at different barrier sites the
+//   block is divergent: reported with the kernel and the sites, exit 2. If no
+//   thread can run and not all wait at barriers (e.g. some at a barrier, some
+//   at a warp operation), that is a deadlock: reported the same way.
+// * A warp operation (__shfl*_sync, __ballot_sync, __any/__all_sync,
+//   __syncwarp, __match*, __reduce*) completes when every live lane of its
+//   mask has arrived at one; the results of all lanes are computed at once.
+//
+// Making missing barriers show
+// ----------------------------
+// Between two barriers the threads of a block run one at a time, in
+// increasing thread order in even-numbered blocks and decreasing order in odd
+// ones. So a thread that reads, without a barrier in between, what another
+// thread of its block writes sees the value before that write in one of the
+// two orders. Before that write the location holds a poison pattern: dynamic
+// shared memory is filled at the start of every block and each static
+// __shared__ variable at its first use in a block, with the 32-bit word
+// 0x7F7F7F7F (float +3.4e38, a huge int) in even blocks and 0xFF7F7F7F (float
+// -3.4e38, a negative int) in odd blocks; so sums, maxima and minima over
+// poison all come out visibly wrong. Device allocations start as 0xFF bytes
+// (float NaN).
+//
+// Environment: SIRIUS_CPU_THREADS (worker threads), SIRIUS_CPU_STACK_KB (stack
+// of each CUDA thread, default 512), SIRIUS_DUMP (file receiving every
+// device-to-host copy, read by `sirius verify`), SIRIUS_ERROR_FILE (file
+// receiving the message of a fatal error).
+
+#include "sirius_cpu.h"
+#undef printf
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#if !defined(__x86_64__) || defined(SIRIUS_USE_UCONTEXT)
+#include <ucontext.h>
+#define SIRIUS_UCONTEXT 1
+#endif
+
+__thread uint3 threadIdx;
+__thread uint3 blockIdx;
+__thread dim3 blockDim;
+__thread dim3 gridDim;
+
+namespace __sirius {
+
+__thread unsigned long long block_serial;
+__thread unsigned char* dynamic_shared_base;
+
+static const size_t kMaxDynamicShared = 232448;  // sm_90 opt-in limit
+static const size_t kDynamicSharedBuffer = 256 * 1024;
+
+// ------------------------------------------------------------------ errors
+
+static std::atomic<int> g_fatal{0};
+static void flush_dump();
+
+[[noreturn]] static void die(const char* msg) {
+  if (g_fatal.exchange(1)) {
+    for (;;) pause();  // another thread is reporting
+  }
+  fflush(stdout);
+  fprintf(stderr, "error: %s\n", msg);
+  fflush(stderr);
+  if (const char* path = getenv("SIRIUS_ERROR_FILE")) {
+    if (FILE* f = fopen(path, "w")) {
+      fputs(msg, f);
+      fputc('\n', f);
+      fclose(f);
+    }
+  }
+  flush_dump();
+  _exit(2);
+}
+
+[[noreturn]] __attribute__((format(printf, 1, 2))) static void fatal(const char* fmt, ...) {
+  char msg[8192];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  die(msg);
+}
+
+void unsupported(const char* what) { fatal("%s is unsupported by the CPU backend", what); }
+
+// ------------------------------------------------------------------ settings
+
+static int setting(const char* name, int fallback, int lo, int hi) {
+  const char* v = getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  long n = strtol(v, &end, 10);
+  if (*end || n < lo || n > hi) fatal("%s=%s: expected an integer in [%d, %d]", name, v, lo, hi);
+  return (int)n;
+}
+
+static size_t stack_size() {
+  static size_t size = (size_t)setting("SIRIUS_CPU_STACK_KB", 512, 16, 1 << 20) * 1024;
+  return size;
+}
+
+static int worker_count() {
+  static int n = [] {
+    unsigned hw = std::thread::hardware_concurrency();
+    return setting("SIRIUS_CPU_THREADS", hw ? (int)hw : 1, 1, 1024);
+  }();
+  return n;
+}
+
+// ------------------------------------------------------------------ contexts
+
+#ifdef SIRIUS_UCONTEXT
+struct Context {
+  ucontext_t uc;
+};
+static void fiber_main();
+static void ctx_init(Context* c, char* stack, size_t size) {
+  getcontext(&c->uc);
+  c->uc.uc_stack.ss_sp = stack;
+  c->uc.uc_stack.ss_size = size;
+  c->uc.uc_link = nullptr;
+  makecontext(&c->uc, fiber_main, 0);
+}
+static inline void ctx_switch(Context* from, Context* to) { swapcontext(&from->uc, &to->uc); }
+#else
+// Saves the callee-saved registers on the current stack, stores the stack
+// pointer in *save, switches to new_sp and restores the registers saved there.
+extern "C" void __sirius_ctx_switch(void** save, void* new_sp);
+asm(R"(
+    .text
+    .globl __sirius_ctx_switch
+    .type __sirius_ctx_switch,@function
+    .p2align 4
+__sirius_ctx_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+    .size __sirius_ctx_switch, .-__sirius_ctx_switch
+)");
+struct Context {
+  void* sp;
+};
+static void fiber_main();
+static void ctx_init(Context* c, char* stack, size_t size) {
+  uintptr_t top = ((uintptr_t)stack + size) & ~(uintptr_t)15;
+  uint64_t* p = (uint64_t*)top;
+  *--p = 0;                        // return address of fiber_main: none
+  *--p = (uint64_t)&fiber_main;    // where the first switch "returns"
+  for (int i = 0; i < 6; ++i) *--p = 0;  // rbp rbx r12 r13 r14 r15
+  c->sp = p;
+}
+static inline void ctx_switch(Context* from, Context* to) { __sirius_ctx_switch(&from->sp, to->sp); }
+#endif
+
+// ------------------------------------------------------------------ workers
+
+enum FiberState { kNew, kReady, kRunning, kWaitBarrier, kWaitWarp, kDone };
+
+struct Fiber {
+  Context ctx;
+  char* stack;
+  uint3 tid;
+  int state;
+  unsigned lane, warp;
+  const char* file;
+  int line;
+  int op, arg, width, size, pred;
+  unsigned mask;
+  alignas(16) unsigned char val[16];
+};
+
+struct Warp {
+  unsigned live, arrived;
+};
+
+struct Worker {
+  Context sched;
+  Fiber* cur = nullptr;
+  LaunchBase* launch = nullptr;
+  std::vector<Fiber> fibers;
+  std::vector<Warp> warps;
+  std::vector<int> queue;
+  size_t qhead = 0, qtail = 0;
+  int nthreads = 0, live = 0, bar_waiting = 0;
+  bool descending = false;
+  unsigned poison = 0;
+  unsigned long long block = 0, serial = 0;
+  std::vector<char*> free_stacks;
+  unsigned char* dyn = nullptr;
+  std::string out;  // printf output of the running block
+};
+
+static __thread Worker* tw;
+
+struct StackRange {
+  uintptr_t guard_lo, lo, hi;
+};
+static std::mutex g_stack_mutex;
+static std::vector<StackRange> g_stacks;  // for telling stack overflows apart
+
+static void install_altstack() {
+  size_t size = 64 * 1024;
+  void* mem = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return;
+  stack_t ss;
+  ss.ss_sp = mem;
+  ss.ss_size = size;
+  ss.ss_flags = 0;
+  sigaltstack(&ss, nullptr);
+}
+
+static Worker* worker() {
+  if (!tw) {
+    tw = new Worker();
+    void* dyn = nullptr;
+    if (posix_memalign(&dyn, 128, kDynamicSharedBuffer)) fatal("out of memory");
+    tw->dyn = (unsigned char*)dyn;
+    dynamic_shared_base = tw->dyn;
+    install_altstack();
+  }
+  return tw;
+}
+
+static char* get_stack(Worker& w) {
+  if (!w.free_stacks.empty()) {
+    char* s = w.free_stacks.back();
+    w.free_stacks.pop_back();
+    return s;
+  }
+  size_t guard = (size_t)sysconf(_SC_PAGESIZE);
+  size_t size = stack_size();
+  char* mem = (char*)mmap(nullptr, size + guard, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mem == MAP_FAILED) fatal("cannot allocate the stack of a CUDA thread (%zu KiB)", size / 1024);
+  mprotect(mem, guard, PROT_NONE);
+  {
+    std::lock_guard<std::mutex> lock(g_stack_mutex);
+    g_stacks.push_back({(uintptr_t)mem, (uintptr_t)mem + guard, (uintptr_t)mem + guard + size});
+  }
+  return mem + guard;
+}
+
+bool in_kernel() { return tw && tw->cur; }
+
+// ------------------------------------------------------------------ shared memory
+
+static std::vector<std::pair<void* (*)(), size_t>>& file_scope_shared() {
+  static std::vector<std::pair<void* (*)(), size_t>> v;
+  return v;
+}
+
+SharedRegistration::SharedRegistration(void* (*address)(), size_t bytes) {
+  file_scope_shared().push_back({address, bytes});
+}
+
+static void fill_poison(void* p, size_t bytes, unsigned word) {
+  unsigned char* b = (unsigned char*)p;
+  size_t words = bytes / 4;
+  for (size_t i = 0; i < words; ++i) std::memcpy(b + 4 * i, &word, 4);
+  for (size_t i = words * 4; i < bytes; ++i) b[i] = (unsigned char)(word >> (8 * (i % 4)));
+}
+
+void poison_shared(const volatile void* p, size_t bytes) {
+  Worker* w = tw;
+  fill_poison((void*)p, bytes, w ? w->poison : 0x7F7F7F7Fu);
+}
+
+// ------------------------------------------------------------------ scheduling
+
+static void push(Worker& w, int i) {
+  w.queue[w.qtail] = i;
+  w.qtail = (w.qtail + 1) % w.queue.size();
+}
+
+static bool pop(Worker& w, int* i) {
+  if (w.qhead == w.qtail) return false;
+  *i = w.queue[w.qhead];
+  w.qhead = (w.qhead + 1) % w.queue.size();
+  return true;
+}
+
+static std::string site(const char* file, int line) {
+  return std::string(file ? file : "?") + ":" + std::to_string(line);
+}
+
+static std::string block_text(const Worker& w) {
+  char buf[96];
+  snprintf(buf, sizeof buf, "block (%u,%u,%u)", blockIdx.x, blockIdx.y, blockIdx.z);
+  return buf;
+}
+
+// Threads per waiting site, in first-seen order: "64 threads at a.cu:12, ...".
+static std::string waiting_summary(Worker& w, int state) {
+  std::vector<std::pair<std::string, int>> sites;
+  for (int i = 0; i < w.nthreads; ++i) {
+    const Fiber& f = w.fibers[i];
+    if (f.state != state) continue;
+    std::string s = site(f.file, f.line);
+    auto it = std::find_if(sites.begin(), sites.end(), [&](auto& p) { return p.first == s; });
+    if (it == sites.end())
+      sites.push_back({s, 1});
+    else
+      it->second++;
+  }
+  std::string r;
+  for (auto& p : sites) {
+    if (!r.empty()) r += ", ";
+    r += std::to_string(p.second) + (p.second == 1 ? " thread at " : " threads at ") + p.first;
+  }
+  return r;
+}
+
+static void release_barrier(Worker& w) {
+  Fiber* first = nullptr;
+  int count = 0, waiting = 0;
+  for (int i = 0; i < w.nthreads; ++i) {
+    Fiber& f = w.fibers[i];
+    if (f.state != kWaitBarrier) continue;
+    ++waiting;
+    count += f.pred;
+    if (!first)
+      first = &f;
+    else if (f.line != first->line || strcmp(f.file, first->file) != 0)
+      first = nullptr, i = w.nthreads;  // divergent: report below
+  }
+  if (!first) {
+    fatal("divergent __syncthreads() in kernel '%s' (%s): the threads of the block wait at "
+          "different barriers: %s",
+          w.launch->name, block_text(w).c_str(), waiting_summary(w, kWaitBarrier).c_str());
+  }
+  for (int k = 0; k < w.nthreads; ++k) {
+    int i = w.descending ? w.nthreads - 1 - k : k;
+    Fiber& f = w.fibers[i];
+    if (f.state != kWaitBarrier) continue;
+    switch (f.op) {
+      case kBarrierCount: f.pred = count; break;
+      case kBarrierAnd: f.pred = count == waiting; break;
+      case kBarrierOr: f.pred = count != 0; break;
+      default: f.pred = 1;
+    }
+    f.state = kReady;
+    push(w, i);
+  }
+  w.bar_waiting = 0;
+}
+
+int block_sync(int op, int pred, const char* file, int line) {
+  Worker* w = tw;
+  if (!w || !w->cur) return pred;  // outside a kernel: nothing to wait for
+  Fiber* f = w->cur;
+  f->state = kWaitBarrier;
+  f->op = op;
+  f->pred = pred;
+  f->file = file;
+  f->line = line;
+  if (++w->bar_waiting == w->live) release_barrier(*w);
+  ctx_switch(&f->ctx, &w->sched);
+  return f->pred;
+}
+
+static int shfl_source(const Fiber& f, unsigned lane) {
+  int width = f.width;
+  if (width <= 0 || width > 32 || (width & (width - 1))) width = 32;
+  unsigned base = lane & ~(unsigned)(width - 1);
+  int src = (int)lane;
+  switch (f.op) {
+    case kShflIdx: src = (int)base + (f.arg & (width - 1)); break;
+    case kShflUp: src = ((int)(lane - base) < f.arg) ? (int)lane : (int)lane - f.arg; break;
+    case kShflDown:
+      src = ((int)(lane - base) + f.arg >= width) ? (int)lane : (int)lane + f.arg;
+      break;
+    case kShflXor: {
+      unsigned s = lane ^ (unsigned)f.arg;
+      src = (s >= base + (unsigned)width) ? (int)lane : (int)s;
+      break;
+    }
+  }
+  return src;
+}
+
+// Completes the warp operation of the lanes in `mask` if all its live lanes
+// have arrived. Returns whether it did.
+static bool try_complete_warp(Worker& w, unsigned warp_index, unsigned mask) {
+  Warp& wp = w.warps[warp_index];
+  unsigned group = mask & wp.live;
+  if (group & ~wp.arrived) return false;
+  Fiber* lanes = &w.fibers[warp_index * 32];
+  unsigned char vals[32][16];
+  unsigned preds = 0;
+  for (unsigned l = 0; l < 32; ++l) {
+    if (!(group >> l & 1)) continue;
+    std::memcpy(vals[l], lanes[l].val, 16);
+    unsigned p;
+    std::memcpy(&p, lanes[l].val, 4);
+    if (p) preds |= 1u << l;
+  }
+  for (unsigned l = 0; l < 32; ++l) {
+    if (!(group >> l & 1)) continue;
+    Fiber& f = lanes[l];
+    switch (f.op) {
+      case kShflIdx:
+      case kShflUp:
+      case kShflDown:
+      case kShflXor: {
+        int src = shfl_source(f, l);
+        if (src >= 0 && src < 32 && (group >> src & 1)) std::memcpy(f.val, vals[src], 16);
+        break;
+      }
+      case kBallot: {
+        std::memcpy(f.val, &preds, 4);
+        break;
+      }
+      case kAny: {
+        unsigned r = preds != 0;
+        std::memcpy(f.val, &r, 4);
+        break;
+      }
+      case kAll: {
+        unsigned r = preds == group;
+        std::memcpy(f.val, &r, 4);
+        break;
+      }
+      case kMatchAny:
+      case kMatchAll: {
+        unsigned same = 0;
+        for (unsigned j = 0; j < 32; ++j)
+          if ((group >> j & 1) && std::memcmp(vals[j], vals[l], (size_t)f.size) == 0)
+            same |= 1u << j;
+        unsigned r = same;
+        if (f.op == kMatchAll) {
+          f.pred = same == group;
+          r = f.pred ? group : 0u;
+        }
+        std::memcpy(f.val, &r, 4);
+        break;
+      }
+      case kReduceAdd:
+      case kReduceMin:
+      case kReduceMax:
+      case kReduceMinU:
+      case kReduceMaxU:
+      case kReduceAnd:
+      case kReduceOr:
+      case kReduceXor: {
+        unsigned acc = 0;
+        bool first = true;
+        for (unsigned j = 0; j < 32; ++j) {
+          if (!(group >> j & 1)) continue;
+          unsigned v;
+          std::memcpy(&v, vals[j], 4);
+          if (first) {
+            acc = v;
+            first = false;
+            continue;
+          }
+          switch (f.op) {
+            case kReduceAdd: acc += v; break;
+            case kReduceMin: acc = (unsigned)std::min((int)acc, (int)v); break;
+            case kReduceMax: acc = (unsigned)std::max((int)acc, (int)v); break;
+            case kReduceMinU: acc = std::min(acc, v); break;
+            case kReduceMaxU: acc = std::max(acc, v); break;
+            case kReduceAnd: acc &= v; break;
+            case kReduceOr: acc |= v; break;
+            case kReduceXor: acc ^= v; break;
+          }
+        }
+        std::memcpy(f.val, &acc, 4);
+        break;
+      }
+      default:
+        break;  // __syncwarp
+    }
+  }
+  wp.arrived &= ~group;
+  for (unsigned k = 0; k < 32; ++k) {
+    unsigned l = w.descending ? 31 - k : k;
+    if (!(group >> l & 1)) continue;
+    lanes[l].state = kReady;
+    push(w, (int)(warp_index * 32 + l));
+  }
+  return true;
+}
+
+int warp_sync(int op, unsigned mask, void* data, int size, int arg, int width, const char* file,
+              int line) {
+  Worker* w = tw;
+  if (!w || !w->cur) {
+    // Outside a kernel there is one "lane": votes see only its predicate.
+    if (op == kBallot && data) {
+      unsigned* p = (unsigned*)data;
+      *p = *p ? 1u : 0u;
+    }
+    return 1;
+  }
+  Fiber* f = w->cur;
+  unsigned bit = 1u << f->lane;
+  f->state = kWaitWarp;
+  f->op = op;
+  f->mask = mask | bit;
+  f->arg = arg;
+  f->width = width;
+  f->size = size;
+  f->pred = 0;
+  f->file = file;
+  f->line = line;
+  std::memset(f->val, 0, 16);
+  if (size) std::memcpy(f->val, data, (size_t)size);
+  w->warps[f->warp].arrived |= bit;
+  try_complete_warp(*w, f->warp, f->mask);
+  ctx_switch(&f->ctx, &w->sched);
+  if (size) std::memcpy(data, f->val, (size_t)size);
+  return f->pred;
+}
+
+unsigned active_mask() {
+  Worker* w = tw;
+  if (!w || !w->cur) return 1u;
+  return w->warps[w->cur->warp].live;
+}
+
+static void fiber_main() {
+  Worker* w = tw;
+  w->launch->invoke(w->launch);
+  w->cur->state = kDone;
+  ctx_switch(&w->cur->ctx, &w->sched);
+  __builtin_unreachable();
+}
+
+static void thread_finished(Worker& w, Fiber& f) {
+  w.free_stacks.push_back(f.stack);
+  f.stack = nullptr;
+  --w.live;
+  Warp& wp = w.warps[f.warp];
+  wp.live &= ~(1u << f.lane);
+  if (w.bar_waiting && w.bar_waiting == w.live) release_barrier(w);
+  // Lanes waiting for this one in a warp operation may now be complete.
+  bool progress = true;
+  while (progress && wp.arrived) {
+    progress = false;
+    for (unsigned l = 0; l < 32 && !progress; ++l)
+      if (wp.arrived >> l & 1)
+        progress = try_complete_warp(w, f.warp, w.fibers[f.warp * 32 + l].mask);
+  }
+}
+
+static void run_block(Worker& w, LaunchBase& L, unsigned long long b) {
+  unsigned long long gx = L.grid.x, gy = L.grid.y;
+  blockIdx.x = (unsigned)(b % gx);
+  blockIdx.y = (unsigned)((b / gx) % gy);
+  blockIdx.z = (unsigned)(b / (gx * gy));
+  blockDim = L.block;
+  gridDim = L.grid;
+  w.launch = &L;
+  w.block = b;
+  block_serial = ++w.serial;
+  w.descending = (b & 1) != 0;
+  w.poison = (b & 1) ? 0xFF7F7F7Fu : 0x7F7F7F7Fu;
+  dynamic_shared_base = w.dyn;
+  if (L.shmem) fill_poison(w.dyn, L.shmem, w.poison);
+  for (auto& reg : file_scope_shared()) fill_poison(reg.first(), reg.second, w.poison);
+
+  int n = (int)(L.block.x * L.block.y * L.block.z);
+  w.nthreads = n;
+  if ((int)w.fibers.size() < n) w.fibers.resize((size_t)n);
+  int nwarps = (n + 31) / 32;
+  if ((int)w.warps.size() < nwarps) w.warps.resize((size_t)nwarps);
+  if (w.queue.size() < (size_t)n + 1) w.queue.resize((size_t)n + 1);
+  w.qhead = w.qtail = 0;
+  unsigned bx = L.block.x, by = L.block.y;
+  for (int i = 0; i < n; ++i) {
+    Fiber& f = w.fibers[i];
+    f.stack = nullptr;
+    f.state = kNew;
+    f.tid.x = (unsigned)i % bx;
+    f.tid.y = ((unsigned)i / bx) % by;
+    f.tid.z = (unsigned)i / (bx * by);
+    f.lane = (unsigned)i % 32;
+    f.warp = (unsigned)i / 32;
+    f.file = nullptr;
+    f.line = 0;
+  }
+  for (int k = 0; k < nwarps; ++k) {
+    int lanes = std::min(32, n - 32 * k);
+    w.warps[k].live = lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1u);
+    w.warps[k].arrived = 0;
+  }
+  for (int k = 0; k < n; ++k) push(w, w.descending ? n - 1 - k : k);
+  w.live = n;
+  w.bar_waiting = 0;
+
+  int i;
+  while (pop(w, &i)) {
+    Fiber& f = w.fibers[i];
+    if (f.state == kNew) {
+      f.stack = get_stack(w);
+      ctx_init(&f.ctx, f.stack, stack_size());
+    }
+    f.state = kRunning;
+    w.cur = &f;
+    threadIdx = f.tid;
+    ctx_switch(&w.sched, &f.ctx);
+    w.cur = nullptr;
+    if (f.state == kDone) thread_finished(w, f);
+  }
+  if (w.live > 0) {
+    std::string where = waiting_summary(w, kWaitWarp);
+    std::string bar = waiting_summary(w, kWaitBarrier);
+    std::string msg = "deadlock in kernel '" + std::string(L.name) + "' (" + block_text(w) + "): ";
+    if (!bar.empty()) msg += "threads wait at __syncthreads() (" + bar + ") while ";
+    msg += "lanes wait at a warp operation (" + where +
+           ") for lanes of its mask that never reach one";
+    die(msg.c_str());
+  }
+}
+
+// ------------------------------------------------------------------ grids
+
+struct Pool {
+  std::mutex m;
+  std::condition_variable start, done;
+  std::vector<std::thread> threads;
+  LaunchBase* job = nullptr;
+  unsigned long long nblocks = 0, generation = 0;
+  std::atomic<unsigned long long> next{0};
+  int active = 0;
+  std::mutex out_mutex;
+  std::vector<std::pair<unsigned long long, std::string>> outputs;
+};
+static Pool g_pool;
+
+static void run_blocks(LaunchBase* L) {
+  Worker* w = worker();
+  unsigned long long b;
+  while ((b = g_pool.next.fetch_add(1)) < g_pool.nblocks) {
+    run_block(*w, *L, b);
+    if (!w->out.empty()) {
+      std::lock_guard<std::mutex> lock(g_pool.out_mutex);
+      g_pool.outputs.push_back({b, std::move(w->out)});
+      w->out.clear();
+    }
+  }
+}
+
+static void pool_thread() {
+  worker();
+  std::unique_lock<std::mutex> lock(g_pool.m);
+  unsigned long long seen = 0;
+  for (;;) {
+    g_pool.start.wait(lock, [&] { return g_pool.generation != seen; });
+    seen = g_pool.generation;
+    LaunchBase* L = g_pool.job;
+    lock.unlock();
+    run_blocks(L);
+    lock.lock();
+    if (--g_pool.active == 0) g_pool.done.notify_one();
+  }
+}
+
+static void launch_failed(LaunchBase* L, cudaError_t e, const char* why) {
+  set_error(e);
+  fprintf(stderr, "warning: launch of kernel '%s' failed: %s\n", L->name, why);
+}
+
+void launched_from_device(const char* kernel) {
+  fatal("dynamic parallelism (kernel '%s' launched from device code) is unsupported by the CPU "
+        "backend",
+        kernel);
+}
+
+void run_launch(LaunchBase* L) {
+  dim3 g = L->grid, b = L->block;
+  unsigned long long threads = (unsigned long long)b.x * b.y * b.z;
+  if (b.x == 0 || b.y == 0 || b.z == 0 || b.x > 1024 || b.y > 1024 || b.z > 64 || threads > 1024)
+    return launch_failed(L, cudaErrorInvalidConfiguration,
+                         "invalid block dimensions (at most 1024 threads, 1024 x 1024 x 64)");
+  if (g.x == 0 || g.y == 0 || g.z == 0 || g.x > 2147483647u || g.y > 65535 || g.z > 65535)
+    return launch_failed(L, cudaErrorInvalidConfiguration, "invalid grid dimensions");
+  if (L->shmem > kMaxDynamicShared)
+    return launch_failed(L, cudaErrorInvalidValue,
+                         "more dynamic shared memory than a block can have (232448 bytes)");
+  unsigned long long nblocks = (unsigned long long)g.x * g.y * g.z;
+  g_pool.job = L;
+  g_pool.nblocks = nblocks;
+  g_pool.next.store(0);
+  int helpers = (int)std::min<unsigned long long>((unsigned long long)worker_count() - 1, nblocks - 1);
+  if (helpers <= 0) {
+    run_blocks(L);
+  } else {
+    {
+      std::lock_guard<std::mutex> lock(g_pool.m);
+      while ((int)g_pool.threads.size() < worker_count() - 1)
+        g_pool.threads.emplace_back(pool_thread), g_pool.threads.back().detach();
+      g_pool.active = (int)g_pool.threads.size();
+      g_pool.generation++;
+    }
+    g_pool.start.notify_all();
+    run_blocks(L);
+    std::unique_lock<std::mutex> lock(g_pool.m);
+    g_pool.done.wait(lock, [] { return g_pool.active == 0; });
+  }
+  if (!g_pool.outputs.empty()) {
+    std::sort(g_pool.outputs.begin(), g_pool.outputs.end(),
+              [](auto& a, auto& b) { return a.first < b.first; });
+    for (auto& o : g_pool.outputs) fwrite(o.second.data(), 1, o.second.size(), stdout);
+    g_pool.outputs.clear();
+  }
+}
+
+// ------------------------------------------------------------------ misc device
+
+void trap(const char* what, const char* file, int line) {
+  Worker* w = tw;
+  if (w && w->cur)
+    fatal("kernel '%s' (%s, thread (%u,%u,%u)) executed %s at %s", w->launch->name,
+          block_text(*w).c_str(), threadIdx.x, threadIdx.y, threadIdx.z, what,
+          site(file, line).c_str());
+  fatal("%s at %s", what, site(file, line).c_str());
+}
+
+unsigned long long clock_ticks() {
+  return (unsigned long long)std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// ------------------------------------------------------------------ crashes
+
+static void on_crash(int sig, siginfo_t* info, void*) {
+  Worker* w = tw;
+  if (w && w->cur && w->launch) {
+    uintptr_t addr = (uintptr_t)info->si_addr;
+    bool overflow = false;
+    for (const StackRange& s : g_stacks)
+      if (addr >= s.guard_lo && addr < s.lo) overflow = true;
+    char msg[1024];
+    if (overflow)
+      snprintf(msg, sizeof msg,
+               "stack overflow in kernel '%s' (block (%u,%u,%u), thread (%u,%u,%u)); each CUDA "
+               "thread has %zu KiB of stack, set SIRIUS_CPU_STACK_KB for more",
+               w->launch->name, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y,
+               threadIdx.z, stack_size() / 1024);
+    else
+      snprintf(msg, sizeof msg,
+               "invalid memory access (%s at address %p) in kernel '%s' (block (%u,%u,%u), "
+               "thread (%u,%u,%u))",
+               sig == SIGSEGV ? "SIGSEGV" : (sig == SIGBUS ? "SIGBUS" : "SIGFPE"), info->si_addr,
+               w->launch->name, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y,
+               threadIdx.z);
+    die(msg);
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+// ------------------------------------------------------------------ memory
+
+enum RangeKind { kDevice, kManaged, kPinned, kSymbol, kRegistered };
+struct Range {
+  size_t size;
+  int kind;
+};
+static std::mutex g_mem_mutex;
+static std::map<uintptr_t, Range> g_ranges;
+static std::atomic<int> g_last_error{cudaSuccess};
+
+void set_error(cudaError_t e) {
+  if (e != cudaSuccess) g_last_error.store(e);
+}
+
+static cudaError_t ret(cudaError_t e) {
+  set_error(e);
+  return e;
+}
+
+// The range holding [p, p + bytes), if any.
+static bool find_range(const void* p, size_t bytes, uintptr_t* base, Range* r) {
+  std::lock_guard<std::mutex> lock(g_mem_mutex);
+  uintptr_t a = (uintptr_t)p;
+  auto it = g_ranges.upper_bound(a);
+  if (it == g_ranges.begin()) return false;
+  --it;
+  if (a < it->first || a + bytes > it->first + it->second.size) return false;
+  if (base) *base = it->first;
+  if (r) *r = it->second;
+  return true;
+}
+
+static void add_range(void* p, size_t bytes, int kind) {
+  std::lock_guard<std::mutex> lock(g_mem_mutex);
+  g_ranges[(uintptr_t)p] = Range{bytes, kind};
+}
+
+cudaError_t symbol_range(const void* symbol, size_t size) {
+  uintptr_t base;
+  if (!find_range(symbol, size, &base, nullptr)) add_range((void*)symbol, size, kSymbol);
+  return cudaSuccess;
+}
+
+void check_kernel_pointer(const char* kernel, int index, const void* p) {
+  if (!p) return;
+  if (find_range(p, 0, nullptr, nullptr)) return;
+  fatal("kernel '%s': argument %d (%p) is not device memory (it does not point into memory from "
+        "cudaMalloc, cudaMallocManaged or cudaMallocHost); on a GPU the kernel would fault",
+        kernel, index, p);
+}
+
+static cudaError_t allocate(void** ptr, size_t bytes, int kind) {
+  if (!ptr) return ret(cudaErrorInvalidValue);
+  *ptr = nullptr;
+  if (bytes == 0) return cudaSuccess;
+  void* p = nullptr;
+  if (posix_memalign(&p, 256, bytes)) return ret(cudaErrorMemoryAllocation);
+  if (kind == kDevice || kind == kManaged) std::memset(p, 0xFF, bytes);
+  add_range(p, bytes, kind);
+  *ptr = p;
+  return cudaSuccess;
+}
+
+static cudaError_t release(void* p, bool host) {
+  if (!p) return cudaSuccess;
+  {
+    std::lock_guard<std::mutex> lock(g_mem_mutex);
+    auto it = g_ranges.find((uintptr_t)p);
+    if (it == g_ranges.end() || (it->second.kind == kPinned) != host)
+      return ret(cudaErrorInvalidValue);
+    g_ranges.erase(it);
+  }
+  free(p);
+  return cudaSuccess;
+}
+
+// ------------------------------------------------------------------ copies and the dump
+
+static std::mutex g_dump_mutex;
+static FILE* g_dump = nullptr;
+static bool g_dump_opened = false;
+static unsigned g_dump_seq = 0;
+
+static void flush_dump() {
+  if (g_dump) fflush(g_dump);
+}
+
+static void put_u32(FILE* f, unsigned v) { fwrite(&v, 4, 1, f); }
+static void put_str(FILE* f, const char* s) {
+  unsigned n = s ? (unsigned)strlen(s) : 0u;
+  put_u32(f, n);
+  if (n) fwrite(s, 1, n, f);
+}
+
+static void dump_copy(const char* text, const char* file, int line, int code, const char* what,
+                      const void* data, size_t bytes) {
+  std::lock_guard<std::mutex> lock(g_dump_mutex);
+  if (!g_dump_opened) {
+    g_dump_opened = true;
+    const char* path = getenv("SIRIUS_DUMP");
+    if (path && *path) {
+      g_dump = fopen(path, "wb");
+      if (!g_dump) fatal("cannot write the copy dump %s", path);
+      atexit([] {
+        if (g_dump) fclose(g_dump), g_dump = nullptr;
+      });
+    }
+  }
+  if (!g_dump) return;
+  fwrite("SRD1", 1, 4, g_dump);
+  put_u32(g_dump, g_dump_seq++);
+  put_u32(g_dump, (unsigned)code);
+  put_u32(g_dump, (unsigned)line);
+  put_str(g_dump, text);
+  put_str(g_dump, file);
+  put_str(g_dump, what);
+  unsigned long long n = bytes;
+  fwrite(&n, 8, 1, g_dump);
+  if (bytes) fwrite(data, 1, bytes, g_dump);
+  fflush(g_dump);
+}
+
+static bool is_device(const void* p, size_t bytes) {
+  Range r;
+  return find_range(p, bytes, nullptr, &r) && r.kind != kPinned;
+}
+
+// Resolves cudaMemcpyDefault and checks that the device side(s) of a copy lie
+// in device memory, as the GPU runtime does.
+static cudaError_t check_copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind* kind) {
+  if (*kind == cudaMemcpyDefault) {
+    bool sd = is_device(src, bytes), dd = is_device(dst, bytes);
+    *kind = sd ? (dd ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost)
+               : (dd ? cudaMemcpyHostToDevice : cudaMemcpyHostToHost);
+  }
+  bool src_dev = *kind == cudaMemcpyDeviceToHost || *kind == cudaMemcpyDeviceToDevice;
+  bool dst_dev = *kind == cudaMemcpyHostToDevice || *kind == cudaMemcpyDeviceToDevice;
+  if (*kind < cudaMemcpyHostToHost || *kind > cudaMemcpyDeviceToDevice)
+    return ret(cudaErrorInvalidMemcpyDirection);
+  if (src_dev && !find_range(src, bytes, nullptr, nullptr)) return ret(cudaErrorInvalidValue);
+  if (dst_dev && !find_range(dst, bytes, nullptr, nullptr)) return ret(cudaErrorInvalidValue);
+  return cudaSuccess;
+}
+
+cudaError_t memcpy_impl(const char* text, const char* file, int line, int code, void* dst,
+                        const void* src, size_t bytes, cudaMemcpyKind kind, const char* what) {
+  if (bytes == 0) return cudaSuccess;
+  if (!dst || !src) return ret(cudaErrorInvalidValue);
+  cudaError_t e = check_copy(dst, src, bytes, &kind);
+  if (e != cudaSuccess) return e;
+  std::memmove(dst, src, bytes);
+  if (kind == cudaMemcpyDeviceToHost) dump_copy(text, file, line, code, what, dst, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t memcpy2d_impl(const char* text, const char* file, int line, int code, void* dst,
+                          size_t dpitch, const void* src, size_t spitch, size_t width,
+                          size_t height, cudaMemcpyKind kind, const char* what) {
+  if (width > dpitch || width > spitch) return ret(cudaErrorInvalidPitchValue);
+  if (height == 0 || width == 0) return cudaSuccess;
+  if (!dst || !src) return ret(cudaErrorInvalidValue);
+  size_t dspan = dpitch * (height - 1) + width, sspan = spitch * (height - 1) + width;
+  if (kind == cudaMemcpyDefault) {
+    bool sd = is_device(src, sspan), dd = is_device(dst, dspan);
+    kind = sd ? (dd ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost)
+              : (dd ? cudaMemcpyHostToDevice : cudaMemcpyHostToHost);
+  }
+  if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDeviceToDevice)
+    return ret(cudaErrorInvalidMemcpyDirection);
+  bool src_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+  bool dst_dev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+  if (src_dev && !find_range(src, sspan, nullptr, nullptr)) return ret(cudaErrorInvalidValue);
+  if (dst_dev && !find_range(dst, dspan, nullptr, nullptr)) return ret(cudaErrorInvalidValue);
+  std::string packed;
+  for (size_t r = 0; r < height; ++r) {
+    std::memmove((char*)dst + r * dpitch, (const char*)src + r * spitch, width);
+    if (kind == cudaMemcpyDeviceToHost) packed.append((const char*)dst + r * dpitch, width);
+  }
+  if (kind == cudaMemcpyDeviceToHost)
+    dump_copy(text, file, line, code, what, packed.data(), packed.size());
+  return cudaSuccess;
+}
+
+// ------------------------------------------------------------------ start-up
+
+static struct Init {
+  Init() {
+    worker();
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_crash;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, nullptr);
+    sigaction(SIGBUS, &sa, nullptr);
+    sigaction(SIGFPE, &sa, nullptr);
+  }
+} g_init;
+
+}  // namespace __sirius
+
+using namespace __sirius;
+
+// ------------------------------------------------------------------ printf
+
+int __sirius_printf(const char* format, ...) {
+  va_list ap;
+  va_start(ap, format);
+  int n;
+  Worker* w = tw;
+  if (w && w->cur) {
+    char small[512];
+    va_list ap2;
+    va_copy(ap2, ap);
+    n = vsnprintf(small, sizeof small, format, ap);
+    if (n >= 0 && (size_t)n < sizeof small) {
+      w->out.append(small, (size_t)n);
+    } else if (n >= 0) {
+      std::string big((size_t)n + 1, '\0');
+      vsnprintf(&big[0], big.size(), format, ap2);
+      w->out.append(big.data(), (size_t)n);
+    }
+    va_end(ap2);
+  } else {
+    n = vprintf(format, ap);
+  }
+  va_end(ap);
+  return n;
+}
+
+// ------------------------------------------------------------------ runtime API
+
+cudaError_t cudaMalloc(void** ptr, size_t bytes) { return allocate(ptr, bytes, kDevice); }
+cudaError_t cudaMallocManaged(void** ptr, size_t bytes, unsigned int) {
+  return allocate(ptr, bytes, kManaged);
+}
+cudaError_t cudaMallocHost(void** ptr, size_t bytes) { return allocate(ptr, bytes, kPinned); }
+cudaError_t cudaHostAlloc(void** ptr, size_t bytes, unsigned int) {
+  return allocate(ptr, bytes, kPinned);
+}
+cudaError_t cudaMallocPitch(void** ptr, size_t* pitch, size_t width, size_t height) {
+  if (!pitch) return ret(cudaErrorInvalidValue);
+  *pitch = (width + 511) & ~(size_t)511;
+  return allocate(ptr, *pitch * height, kDevice);
+}
+cudaError_t cudaMallocAsync(void** ptr, size_t bytes, cudaStream_t) {
+  return allocate(ptr, bytes, kDevice);
+}
+cudaError_t cudaFree(void* ptr) { return release(ptr, false); }
+cudaError_t cudaFreeHost(void* ptr) { return release(ptr, true); }
+cudaError_t cudaFreeAsync(void* ptr, cudaStream_t) { return release(ptr, false); }
+cudaError_t cudaHostRegister(void* ptr, size_t bytes, unsigned int) {
+  if (!ptr || !bytes) return ret(cudaErrorInvalidValue);
+  add_range(ptr, bytes, kRegistered);
+  return cudaSuccess;
+}
+cudaError_t cudaHostUnregister(void* ptr) {
+  std::lock_guard<std::mutex> lock(g_mem_mutex);
+  auto it = g_ranges.find((uintptr_t)ptr);
+  if (it == g_ranges.end() || it->second.kind != kRegistered) return ret(cudaErrorInvalidValue);
+  g_ranges.erase(it);
+  return cudaSuccess;
+}
+cudaError_t cudaHostGetDevicePointer(void** dev, void* host, unsigned int) {
+  if (!dev || !find_range(host, 0, nullptr, nullptr)) return ret(cudaErrorInvalidValue);
+  *dev = host;
+  return cudaSuccess;
+}
+
+// The plain functions (reached when a program takes their address; calls go
+// through the macros in api.h).
+#undef cudaMemcpy
+#undef cudaMemcpyAsync
+#undef cudaMemcpy2D
+#undef cudaMemcpy2DAsync
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  return memcpy_impl("", "", 0, 0, dst, src, bytes, kind, "cudaMemcpy");
+}
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t) {
+  return memcpy_impl("", "", 0, 0, dst, src, bytes, kind, "cudaMemcpyAsync");
+}
+cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                         size_t height, cudaMemcpyKind kind) {
+  return memcpy2d_impl("", "", 0, 0, dst, dpitch, src, spitch, width, height, kind,
+                       "cudaMemcpy2D");
+}
+cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch,
+                              size_t width, size_t height, cudaMemcpyKind kind, cudaStream_t) {
+  return memcpy2d_impl("", "", 0, 0, dst, dpitch, src, spitch, width, height, kind,
+                       "cudaMemcpy2DAsync");
+}
+cudaError_t cudaMemset(void* ptr, int value, size_t bytes) {
+  if (bytes == 0) return cudaSuccess;
+  if (!find_range(ptr, bytes, nullptr, nullptr)) return ret(cudaErrorInvalidValue);
+  std::memset(ptr, value, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t) {
+  return cudaMemset(ptr, value, bytes);
+}
+cudaError_t cudaMemset2D(void* ptr, size_t pitch, int value, size_t width, size_t height) {
+  for (size_t r = 0; r < height; ++r) {
+    cudaError_t e = cudaMemset((char*)ptr + r * pitch, value, width);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+  size_t total = (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+  size_t avail = (size_t)sysconf(_SC_AVPHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+  if (free_bytes) *free_bytes = avail;
+  if (total_bytes) *total_bytes = total;
+  return cudaSuccess;
+}
+cudaError_t cudaMemPrefetchAsync(const void*, size_t, int, cudaStream_t) { return cudaSuccess; }
+
+cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+cudaError_t cudaThreadSynchronize(void) { return cudaSuccess; }
+cudaError_t cudaDeviceReset(void) { return cudaSuccess; }
+cudaError_t cudaSetDevice(int device) {
+  return device == 0 ? cudaSuccess : ret(cudaErrorInvalidDevice);
+}
+cudaError_t cudaGetDevice(int* device) {
+  if (device) *device = 0;
+  return cudaSuccess;
+}
+cudaError_t cudaGetDeviceCount(int* count) {
+  if (count) *count = 1;
+  return cudaSuccess;
+}
+cudaError_t cudaSetDeviceFlags(unsigned int) { return cudaSuccess; }
+
+static void fill_properties(cudaDeviceProp* p) {
+  std::memset(p, 0, sizeof *p);
+  snprintf(p->name, sizeof p->name, "Sirius CPU backend (sm_90 semantics)");
+  p->totalGlobalMem = (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+  p->sharedMemPerBlock = 48 * 1024;
+  p->regsPerBlock = 65536;
+  p->warpSize = 32;
+  p->memPitch = 2147483647;
+  p->maxThreadsPerBlock = 1024;
+  p->maxThreadsDim[0] = 1024;
+  p->maxThreadsDim[1] = 1024;
+  p->maxThreadsDim[2] = 64;
+  p->maxGridSize[0] = 2147483647;
+  p->maxGridSize[1] = 65535;
+  p->maxGridSize[2] = 65535;
+  p->clockRate = 1980000;
+  p->totalConstMem = 65536;
+  p->major = 9;
+  p->minor = 0;
+  p->textureAlignment = 512;
+  p->texturePitchAlignment = 32;
+  p->deviceOverlap = 1;
+  p->multiProcessorCount = 132;
+  p->canMapHostMemory = 1;
+  p->concurrentKernels = 1;
+  p->asyncEngineCount = 3;
+  p->unifiedAddressing = 1;
+  p->memoryClockRate = 2619000;
+  p->memoryBusWidth = 5120;
+  p->l2CacheSize = 50 * 1024 * 1024;
+  p->maxThreadsPerMultiProcessor = 2048;
+  p->globalL1CacheSupported = 1;
+  p->localL1CacheSupported = 1;
+  p->sharedMemPerMultiprocessor = 233472;
+  p->regsPerMultiprocessor = 65536;
+  p->managedMemory = 1;
+  p->concurrentManagedAccess = 1;
+  p->sharedMemPerBlockOptin = 232448;
+  p->maxBlocksPerMultiProcessor = 32;
+  p->reservedSharedMemPerBlock = 1024;
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  if (!prop || device != 0) return ret(cudaErrorInvalidDevice);
+  fill_properties(prop);
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
+  if (!value || device != 0) return ret(cudaErrorInvalidValue);
+  cudaDeviceProp p;
+  fill_properties(&p);
+  switch (attr) {
+    case cudaDevAttrMaxThreadsPerBlock: *value = p.maxThreadsPerBlock; break;
+    case cudaDevAttrMaxBlockDimX: *value = p.maxThreadsDim[0]; break;
+    case cudaDevAttrMaxBlockDimY: *value = p.maxThreadsDim[1]; break;
+    case cudaDevAttrMaxBlockDimZ: *value = p.maxThreadsDim[2]; break;
+    case cudaDevAttrMaxGridDimX: *value = p.maxGridSize[0]; break;
+    case cudaDevAttrMaxGridDimY: *value = p.maxGridSize[1]; break;
+    case cudaDevAttrMaxGridDimZ: *value = p.maxGridSize[2]; break;
+    case cudaDevAttrMaxSharedMemoryPerBlock: *value = (int)p.sharedMemPerBlock; break;
+    case cudaDevAttrTotalConstantMemory: *value = (int)p.totalConstMem; break;
+    case cudaDevAttrWarpSize: *value = 32; break;
+    case cudaDevAttrMaxPitch: *value = (int)p.memPitch; break;
+    case cudaDevAttrMaxRegistersPerBlock: *value = p.regsPerBlock; break;
+    case cudaDevAttrClockRate: *value = p.clockRate; break;
+    case cudaDevAttrMultiProcessorCount: *value = p.multiProcessorCount; break;
+    case cudaDevAttrConcurrentKernels: *value = 1; break;
+    case cudaDevAttrEccEnabled: *value = 0; break;
+    case cudaDevAttrMemoryClockRate: *value = p.memoryClockRate; break;
+    case cudaDevAttrGlobalMemoryBusWidth: *value = p.memoryBusWidth; break;
+    case cudaDevAttrL2CacheSize: *value = p.l2CacheSize; break;
+    case cudaDevAttrMaxThreadsPerMultiProcessor: *value = p.maxThreadsPerMultiProcessor; break;
+    case cudaDevAttrUnifiedAddressing: *value = 1; break;
+    case cudaDevAttrComputeCapabilityMajor: *value = p.major; break;
+    case cudaDevAttrComputeCapabilityMinor: *value = p.minor; break;
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *value = (int)p.sharedMemPerMultiprocessor; break;
+    case cudaDevAttrMaxRegistersPerMultiprocessor: *value = p.regsPerMultiprocessor; break;
+    case cudaDevAttrManagedMemory: *value = 1; break;
+    case cudaDevAttrCooperativeLaunch: *value = 0; break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = (int)p.sharedMemPerBlockOptin; break;
+    case cudaDevAttrMaxBlocksPerMultiprocessor: *value = p.maxBlocksPerMultiProcessor; break;
+    default: *value = 0; return ret(cudaErrorInvalidValue);
+  }
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceSetCacheConfig(cudaFuncCache) { return cudaSuccess; }
+cudaError_t cudaDeviceSetSharedMemConfig(cudaSharedMemConfig) { return cudaSuccess; }
+cudaError_t cudaDeviceSetLimit(cudaLimit, size_t) { return cudaSuccess; }
+cudaError_t cudaDeviceGetLimit(size_t* value, cudaLimit limit) {
+  if (!value) return ret(cudaErrorInvalidValue);
+  *value = limit == cudaLimitStackSize ? stack_size() : (size_t)8 << 20;
+  return cudaSuccess;
+}
+cudaError_t cudaDriverGetVersion(int* v) {
+  if (v) *v = 13000;
+  return cudaSuccess;
+}
+cudaError_t cudaRuntimeGetVersion(int* v) {
+  if (v) *v = 13000;
+  return cudaSuccess;
+}
+cudaError_t cudaProfilerStart(void) { return cudaSuccess; }
+cudaError_t cudaProfilerStop(void) { return cudaSuccess; }
+
+struct CUstream_st {
+  int unused;
+};
+struct CUevent_st {
+  double ms;
+  bool recorded;
+};
+
+cudaError_t cudaStreamCreate(cudaStream_t* s) {
+  if (!s) return ret(cudaErrorInvalidValue);
+  *s = new CUstream_st();
+  return cudaSuccess;
+}
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) { return cudaStreamCreate(s); }
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned int, int) {
+  return cudaStreamCreate(s);
+}
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  if (s && s != cudaStreamLegacy && s != cudaStreamPerThread) delete s;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamQuery(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return cudaSuccess; }
+cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
+  if (least) *least = 0;
+  if (greatest) *greatest = -5;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t* e) {
+  if (!e) return ret(cudaErrorInvalidValue);
+  *e = new CUevent_st{0.0, false};
+  return cudaSuccess;
+}
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int) { return cudaEventCreate(e); }
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  delete e;
+  return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
+  if (!e) return ret(cudaErrorInvalidResourceHandle);
+  e->ms = (double)clock_ticks() / 1e6;
+  e->recorded = true;
+  return cudaSuccess;
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+  return e ? cudaSuccess : ret(cudaErrorInvalidResourceHandle);
+}
+cudaError_t cudaEventQuery(cudaEvent_t e) {
+  return e ? cudaSuccess : ret(cudaErrorInvalidResourceHandle);
+}
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  if (!ms || !start || !end) return ret(cudaErrorInvalidValue);
+  if (!start->recorded || !end->recorded) return ret(cudaErrorInvalidResourceHandle);
+  *ms = (float)(end->ms - start->ms);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetLastError(void) { return (cudaError_t)g_last_error.exchange(cudaSuccess); }
+cudaError_t cudaPeekAtLastError(void) { return (cudaError_t)g_last_error.load(); }
+
+const char* cudaGetErrorName(cudaError_t e) {
+  switch (e) {
+#define SIRIUS_NAME(x) case x: return #x;
+    SIRIUS_NAME(cudaSuccess)
+    SIRIUS_NAME(cudaErrorInvalidValue)
+    SIRIUS_NAME(cudaErrorMemoryAllocation)
+    SIRIUS_NAME(cudaErrorInitializationError)
+    SIRIUS_NAME(cudaErrorCudartUnloading)
+    SIRIUS_NAME(cudaErrorProfilerDisabled)
+    SIRIUS_NAME(cudaErrorInvalidConfiguration)
+    SIRIUS_NAME(cudaErrorInvalidPitchValue)
+    SIRIUS_NAME(cudaErrorInvalidSymbol)
+    SIRIUS_NAME(cudaErrorInvalidHostPointer)
+    SIRIUS_NAME(cudaErrorInvalidDevicePointer)
+    SIRIUS_NAME(cudaErrorInvalidTexture)
+    SIRIUS_NAME(cudaErrorInvalidMemcpyDirection)
+    SIRIUS_NAME(cudaErrorInvalidDeviceFunction)
+    SIRIUS_NAME(cudaErrorNoDevice)
+    SIRIUS_NAME(cudaErrorInvalidDevice)
+    SIRIUS_NAME(cudaErrorInvalidResourceHandle)
+    SIRIUS_NAME(cudaErrorNotReady)
+    SIRIUS_NAME(cudaErrorIllegalAddress)
+    SIRIUS_NAME(cudaErrorLaunchOutOfResources)
+    SIRIUS_NAME(cudaErrorLaunchTimeout)
+    SIRIUS_NAME(cudaErrorLaunchFailure)
+    SIRIUS_NAME(cudaErrorCooperativeLaunchTooLarge)
+    SIRIUS_NAME(cudaErrorNotSupported)
+    SIRIUS_NAME(cudaErrorUnknown)
+#undef SIRIUS_NAME
+  }
+  return "cudaErrorUnknown";
+}
+
+const char* cudaGetErrorString(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorInvalidPitchValue: return "invalid pitch argument";
+    case cudaErrorInvalidSymbol: return "invalid device symbol";
+    case cudaErrorInvalidDevicePointer: return "invalid device pointer";
+    case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorNotReady: return "device not ready";
+    case cudaErrorLaunchOutOfResources: return "too many resources requested for launch";
+    case cudaErrorNotSupported: return "operation not supported";
+    default: return cudaGetErrorName(e);
+  }
+}
