@@ -190,6 +190,9 @@ class Evaluator:
         ops = v.operands
         if op in ("sext", "zext", "trunc", "freeze", "bitcast", "addrspacecast"):
             return self.value(ops[0])
+        if op == "xor" and isinstance(ops[1], Const) and ops[1].value == -1:
+            a = self.expr(ops[0])
+            return None if a is None else -a - 1  # ~x
         if op in ("add", "sub", "mul", "shl", "or", "sdiv", "udiv", "lshr", "ashr", "srem", "urem", "and"):
             return self._binary(v)
         if op == "getelementptr":
@@ -291,7 +294,10 @@ class Evaluator:
             inside = [i for i, b in enumerate(v.incoming) if b in lp.blocks]
             outside = [i for i, b in enumerate(v.incoming) if b not in lp.blocks]
             if len(inside) == 1 and len(outside) == 1:
-                return self._induction(v, lp, v.operands[outside[0]], v.operands[inside[0]])
+                iv = self._induction(v, lp, v.operands[outside[0]], v.operands[inside[0]])
+                if iv is not None:
+                    return iv
+            return self._phi_web(v)
         values = [self.value(o) for o in v.operands]
         if values and all(x is not None and x == values[0] for x in values):
             return values[0]
@@ -299,6 +305,29 @@ class Evaluator:
         if len(bases) == 1 and all(isinstance(x, Pointer) for x in values):
             return Pointer(bases.pop(), None)  # same object, offsets differ
         return self.merge(v, values)
+
+    def _phi_web(self, v: Instr):
+        """Join of every non-phi value that flows into ``v`` through a web of phis
+        (pointers rotated between variables in a loop, say)."""
+        seen: set[int] = set()
+        leaves: list = []
+        work: list[Value] = [v]
+        while work:
+            x = work.pop()
+            if id(x) in seen:
+                continue
+            seen.add(id(x))
+            if isinstance(x, Instr) and x.opcode == "phi":
+                work.extend(x.operands)
+                continue
+            value = self.value(x)
+            if value is None:
+                return None
+            if value not in leaves:
+                leaves.append(value)
+        if len(leaves) == 1:
+            return leaves[0]
+        return self.merge(v, leaves)
 
     def merge(self, v: Instr, values: list):
         """Join of differing incoming values (host code keeps may-point-to sets)."""

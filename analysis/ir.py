@@ -149,6 +149,11 @@ class _Converter:
         elif kind in ("constant_int", "constant_fp"):
             try:
                 number = op.get_constant_value()
+                width = re.fullmatch(r"i(\d+)", str(op.type))
+                if width and int(width.group(1)) > 1 and isinstance(number, int):
+                    bits = int(width.group(1))  # llvmlite hands out the unsigned reading
+                    if number >= 1 << (bits - 1):
+                        number -= 1 << bits
             except Exception:  # a constant llvmlite cannot decode stays opaque
                 number = None
             value = Const("const", str(op.type), text, value=number)

@@ -86,7 +86,10 @@ class Barrier:
 
 @dataclass(frozen=True)
 class EarlyExit:
-    """A branch where some threads leave the kernel while others go on."""
+    """A branch where some threads leave the kernel while the others go on to a
+    barrier: the hazard of DESIGN section 5 (inside a fused kernel the leavers
+    would not exit, and barriers could pair up differently). A guard after
+    which no barrier follows is not listed: it only restricts the accesses."""
 
     line: int | None
     condition: str

@@ -1,0 +1,152 @@
+"""Kernel model on tiny kernels: one feature per test, keep-cases and change-cases."""
+
+import islpy as isl
+import pytest
+
+from .conftest import maps_of, same_map
+
+pytestmark = pytest.mark.toolchain
+
+HEAD = "#include <cuda_runtime.h>\n"
+
+
+def launch_main(body: str, allocs: str = "float *a, *b; cudaMalloc(&a, 1 << 20); cudaMalloc(&b, 1 << 20);") -> str:
+    return f"int main() {{ {allocs} {body} cudaDeviceSynchronize(); return 0; }}\n"
+
+
+def test_three_dimensional_indices(snippet):
+    m = snippet(HEAD + """
+__global__ void k3(float* a) {
+  int x = blockIdx.x * blockDim.x + threadIdx.x;
+  int y = blockIdx.y * blockDim.y + threadIdx.y;
+  int z = blockIdx.z * blockDim.z + threadIdx.z;
+  a[(z * 16 + y) * 16 + x] = 1.0f;
+}
+""" + launch_main("k3<<<dim3(2, 2, 2), dim3(8, 8, 8)>>>(a);"))
+    (store,) = maps_of(m, 0, "store")
+    assert same_map(store, "{ [bx, by, bz, tx, ty, tz] -> a[256(8bz + tz) + 16(8by + ty) + 8bx + tx] : "
+                           "0 <= bx, by, bz < 2 and 0 <= tx, ty, tz < 8 }".replace("256(", "256*(").replace("16(", "16*("))
+
+
+def test_dynamic_shared_memory_and_launch_shmem(snippet):
+    m = snippet(HEAD + """
+__global__ void dyn(float* a) {
+  extern __shared__ float buf[];
+  buf[threadIdx.x] = a[threadIdx.x];
+  __syncthreads();
+  a[threadIdx.x] = buf[blockDim.x - 1 - threadIdx.x];
+}
+""" + launch_main("dyn<<<1, 128, 128 * sizeof(float)>>>(a);"))
+    k = m.launches[0].kernel
+    assert [(s.name, s.dynamic) for s in k.shared] == [("buf", True)]
+    assert m.launches[0].statement.shmem.constant_value() == 512
+    reads = maps_of(m, 0, "load", "buf")
+    assert same_map(reads[0], "{ [bx, tx] -> buf[127 - tx] : bx = 0 and 0 <= tx < 128 }")
+
+
+def test_atomics_are_accesses(snippet):
+    m = snippet(HEAD + """
+__global__ void hist(const int* in, int* bins, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) atomicAdd(&bins[in[i] & 15], 1);
+}
+""" + launch_main("hist<<<4, 256>>>((const int*)a, (int*)b, 1000);"))
+    atomics = [mp for mp in m.launches[0].maps if mp.access.kind == "atomic"]
+    assert atomics and atomics[0].buffer == "b"
+
+
+def test_pointer_loaded_from_memory_may_alias_every_buffer(snippet):
+    m = snippet(HEAD + """
+__global__ void indirect(float** table, float* out) {
+  out[threadIdx.x] = table[0][threadIdx.x];
+}
+""" + launch_main("indirect<<<1, 32>>>((float**)a, b);"))
+    unknown = [a for a in m.launches[0].kernel.accesses if a.reason == "pointer of unknown provenance"]
+    assert {a.buffer for a in unknown} == {"table", "out"}
+
+
+def test_uniform_loop_exit_is_not_an_early_exit(snippet):
+    m = snippet(HEAD + """
+__global__ void tiles(float* a, int k) {
+  __shared__ float t[64];
+  float acc = 0;
+  for (int j = 0; j < k; j += 64) {
+    t[threadIdx.x] = a[j + threadIdx.x];
+    __syncthreads();
+    acc += t[63 - threadIdx.x];
+    __syncthreads();
+  }
+  a[threadIdx.x] = acc;
+}
+""" + launch_main("tiles<<<1, 64>>>(a, 256);"))
+    k = m.launches[0].kernel
+    assert len(k.barriers) == 2 and not k.early_exits
+
+
+def test_divergent_return_without_later_barrier_is_only_a_guard(snippet):
+    m = snippet(HEAD + """
+__global__ void guarded(float* a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  a[i] = 2.0f * a[i];
+}
+""" + launch_main("guarded<<<4, 256>>>(a, 1000);"))
+    assert not m.launches[0].kernel.early_exits  # no barrier waits on the leaving threads
+    (store,) = maps_of(m, 0, "store")
+    assert isl.Map(store).range().is_equal(isl.Set("{ a[i] : 0 <= i < 1000 }"))
+
+
+def test_strided_loop_becomes_affine_at_launch(snippet):
+    m = snippet(HEAD + """
+__global__ void strided(float* a, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+    a[i] += 1.0f;
+}
+""" + launch_main("strided<<<2, 128>>>(a, 1000);"))
+    (store,) = maps_of(m, 0, "store")
+    rng = isl.Map(store).range()
+    assert rng.is_equal(isl.Set("{ a[i] : 0 <= i < 1000 }"))
+
+
+def test_vector_types_step_by_their_size(snippet):
+    m = snippet(HEAD + """
+__global__ void vec(float4* a) {
+  float4 v = a[threadIdx.x];
+  v.x += v.w;
+  a[threadIdx.x] = v;
+}
+""" + launch_main("vec<<<1, 32>>>((float4*)a);"))
+    for mp in m.launches[0].maps:
+        assert mp.exact
+        assert isl.Map(mp.isl).range().is_subset(isl.Set("{ a[i] : 0 <= i < 128 }"))
+
+
+def test_warp_shuffles_are_reported(snippet):
+    m = snippet(HEAD + """
+__global__ void warpsum(float* a) {
+  float v = a[threadIdx.x];
+  for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffff, v, o);
+  if (threadIdx.x == 0) a[0] = v;
+}
+""" + launch_main("warpsum<<<1, 32>>>(a);"))
+    assert m.launches[0].kernel.warp_ops
+
+
+def test_inline_assembly_is_unsupported_not_a_crash(snippet):
+    m = snippet(HEAD + """
+__global__ void lane(int* a) {
+  int id;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(id));
+  a[threadIdx.x] = id;
+}
+""" + launch_main("lane<<<1, 32>>>((int*)a);"))
+    assert any("inline assembly" in u for u in m.launches[0].kernel.unsupported)
+
+
+def test_pointer_swap_in_host_loop_is_one_of_two_buffers(snippet):
+    m = snippet(HEAD + """
+__global__ void step(const float* in, float* out) { out[threadIdx.x] = in[threadIdx.x] + 1.0f; }
+""" + launch_main("float* src = a; float* dst = b; for (int s = 0; s < 4; ++s) { step<<<1, 64>>>(src, dst); "
+                  "float* t = src; src = dst; dst = t; }"))
+    args = dict(m.launches[0].bindings)
+    assert args["in"].kind == "buffers" and {b for b, _ in args["in"].options} == {"a", "b"}
