@@ -465,7 +465,8 @@ class Evaluator:
             elif exiting is not lp.header:
                 continue  # a break in the middle: ignoring it over-approximates
             constraints.append(stay)
-        line = next((i.line for i in lp.header.instrs if i.line), None)
+        line = next((b.terminator.loop_line for b in lp.latches if b.terminator.loop_line), None) \
+            or next((i.line for i in lp.header.instrs if i.line), None)
         return LoopInfo(lp.name, k, conjunction(constraints), line, lp.header.label)
 
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 import llvmlite.binding as llvm
 
 _DBG_REF = re.compile(r"!dbg !(\d+)")
+_LOOP_REF = re.compile(r"!llvm\.loop !(\d+)")
+_LOOP_MD = re.compile(r"^!(\d+) = distinct !\{!\1, !(\d+)", re.M)
 _DILOCATION = re.compile(r"^!(\d+) = (?:distinct )?!DILocation\(line: (\d+)(?:.*?inlinedAt: !(\d+))?", re.M)
 _STRUCT_DEF = re.compile(r"^(%[\w.$\"]+) = type (<?\{.*\}>?)\s*$", re.M)
 
@@ -55,6 +57,7 @@ class Instr(Value):
     incoming: list["Block"] = field(default_factory=list)  # phi only
     block: "Block | None" = None
     line: int | None = None
+    loop_line: int | None = None  # on a latch branch: the line where the source loop starts
 
     @property
     def callee(self) -> str | None:
@@ -130,6 +133,8 @@ class _Converter:
                 seen += 1
             self.lines[key] = line
         self.dbg_refs = _instruction_dbg_refs(text)
+        # loop metadata's first location is where the source loop starts
+        self.loop_starts = {int(a): int(b) for a, b in _LOOP_MD.findall(text)}
         self.values: dict[int, Value] = {}
         self.blocks: dict[int, Block] = {}
 
@@ -188,9 +193,11 @@ class _Converter:
         for b, block in zip(raw_blocks, func.blocks):
             for ins in b.instructions:
                 text = str(ins).strip()
-                ref = next(refs, None)
+                ref, loop_ref = next(refs, (None, None))
                 instr = Instr("inst", str(ins.type), text, ins.name, opcode=ins.opcode, block=block,
                               line=self.lines.get(ref) if ref is not None else None)
+                if loop_ref is not None and loop_ref in self.loop_starts:
+                    instr.loop_line = self.lines.get(self.loop_starts[loop_ref])
                 self.values[_address(ins)] = instr
                 block.instrs.append(instr)
                 raw_instrs.append((ins, instr))
@@ -217,14 +224,14 @@ class _Converter:
 _DEFINE = re.compile(r'^define [^@]*@("(?:[^"]|\\")*"|[\w.$]+)\(')
 
 
-def _instruction_dbg_refs(text: str) -> dict[str, list[int | None]]:
+def _instruction_dbg_refs(text: str) -> dict[str, list[tuple[int | None, int | None]]]:
     """Per defined function, the ``!dbg`` reference of each instruction in order.
 
     Read from the input text because llvmlite prints a single instruction
     with metadata numbers of its own; instruction order is the same.
     """
-    out: dict[str, list[int | None]] = {}
-    current: list[int | None] | None = None
+    out: dict[str, list[tuple[int | None, int | None]]] = {}
+    current: list[tuple[int | None, int | None]] | None = None
     for line in text.splitlines():
         if current is None:
             m = _DEFINE.match(line)
@@ -239,7 +246,8 @@ def _instruction_dbg_refs(text: str) -> dict[str, list[int | None]]:
                 or re.match(r"^[\w.$\"-]+:", line):
             continue
         m = _DBG_REF.search(stripped)
-        current.append(int(m.group(1)) if m else None)
+        loop = _LOOP_REF.search(stripped)
+        current.append((int(m.group(1)) if m else None, int(loop.group(1)) if loop else None))
     return out
 
 
