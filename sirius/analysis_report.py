@@ -12,6 +12,7 @@ from sirius.analysis.evaluate import LoopInfo
 from sirius.analysis.host_model import ArgValue, HostStatement
 from sirius.analysis.kernel_model import Access, KernelModel
 from sirius.analysis.program_model import ProgramModel, launch_count
+from sirius.analysis.uar import UAR
 
 
 def trip_count(loop: LoopInfo) -> int | None:
@@ -207,3 +208,58 @@ def render_text(model: ProgramModel, data: dict[str, Any] | None = None) -> str:
     for n in data["notes"]:
         out.append(f"note: {n}")
     return "\n".join(out) + "\n"
+
+
+def uar_to_json(uar: UAR) -> list[dict[str, Any]]:
+    """One entry per UAR edge: ``src``/``dst`` are statement (launch) indices."""
+    return [{"src": d.src, "dst": d.dst, "src_kind": uar.graph.nodes[d.src]["kind"],
+             "dst_kind": uar.graph.nodes[d.dst]["kind"], "buffer": d.buffer, "kind": d.kind,
+             "width": d.width, "width_reindexed": d.width_reindexed, "reindexed": d.reindexed,
+             "same_iteration": d.same_iteration, "relation": d.relation} for d in uar.dependences]
+
+
+def _node_text(uar: UAR, n: int) -> str:
+    a = uar.graph.nodes[n]
+    where = f" for {a['domain']}" if a["loops"] else ""
+    return f"S{n} {a['kind']} {a['label']} (line {a['line']}){where}"
+
+
+def render_uar(uar: UAR) -> str:
+    """The UAR as text: statements, then each dependence with width and relation."""
+    out = [f"statements ({uar.graph.number_of_nodes()})"]
+    for n in sorted(uar.graph.nodes):
+        out.append("  " + _node_text(uar, n))
+    out.append("")
+    out.append(f"dependences ({len(uar.dependences)})")
+    for d in uar.dependences:
+        width = ""
+        if d.width:
+            width = f" width {d.width}"
+            if d.width_reindexed:
+                width += f" ({d.width_reindexed} after re-indexing the {d.reindexed})"
+        iters = "" if d.same_iteration else " across host iterations"
+        out.append(f"  S{d.src} -> S{d.dst} {d.kind} on {d.buffer}{width}{iters}")
+        out.append(f"      {d.relation}")
+    return "\n".join(out) + "\n"
+
+
+_DOT_STYLE = {"thread": "solid", "block": "dashed", "global": "bold", None: "dotted"}
+_DOT_COLOR = {"flow": "black", "anti": "blue", "output": "red"}
+
+
+def uar_to_dot(uar: UAR) -> str:
+    """Graphviz text: solid = thread, dashed = block, bold = global, dotted = host edge."""
+    lines = ["digraph uar {", "  node [shape=box, fontname=monospace];"]
+    for n in sorted(uar.graph.nodes):
+        a = uar.graph.nodes[n]
+        label = f"S{n}: {a['label']}\\n{a['kind']}, line {a['line']}"
+        if a["loops"]:
+            label += f"\\n{a['domain']}"
+        shape = "box" if a["kind"] == "launch" else "ellipse"
+        lines.append(f'  S{n} [label="{label}", shape={shape}];')
+    for d in uar.dependences:
+        label = f"{d.kind} {d.buffer}" + (f" {d.width}" if d.width else "")
+        lines.append(f'  S{d.src} -> S{d.dst} [label="{label}", style={_DOT_STYLE[d.width]}, '
+                     f'color={_DOT_COLOR[d.kind]}];')
+    lines.append("}")
+    return "\n".join(lines) + "\n"

@@ -3,8 +3,9 @@
 Compiles the program with clang-22 to device and host LLVM IR, models every
 kernel (parameters, shared memory, barriers, early exits, loops, accesses)
 and the launch sequence of the entry function (grid, block, arguments
-resolved to allocations and offsets, host loops as iteration domains), and
-prints a summary. Nothing is changed.
+resolved to allocations and offsets, host loops as iteration domains), builds
+the unified abstract representation (dependences between statement instances
+with their widths), and prints a summary. Nothing is changed.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from pathlib import Path
 
 from sirius.analysis.frontend import CompileJob
 from sirius.analysis.program_model import analyze_program
-from sirius.analysis_report import model_to_json, render_text
+from sirius.analysis.uar import build_uar
+from sirius.analysis_report import model_to_json, render_text, render_uar, uar_to_dot, uar_to_json
 from sirius.commands.common import add_compile_flags, compile_flags_from_args
 from sirius.config import resolve_toolchain
 
@@ -27,6 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--entry", default="main", help="host function whose launches are modelled (default main)")
     parser.add_argument("--json", metavar="FILE", help="also write the analysis as JSON to FILE ('-' for stdout)")
     parser.add_argument("--quiet", action="store_true", help="do not print the summary")
+    parser.add_argument("--uar", action="store_true",
+                        help="print the unified abstract representation: statements, dependences, widths")
+    parser.add_argument("--uar-dot", metavar="FILE", help="write the UAR as a Graphviz file (edge style = width)")
     add_compile_flags(parser)
 
 
@@ -34,11 +39,15 @@ def execute(args: argparse.Namespace) -> int:
     toolchain = resolve_toolchain(args.clang, args.cuda_path)
     job = CompileJob(Path(args.program), compile_flags_from_args(args), toolchain)
     model = analyze_program(job, entry=args.entry)
+    uar = build_uar(model)
     data = model_to_json(model)
+    data["dependences"] = uar_to_json(uar)
     if args.json == "-":
         print(json.dumps(data, indent=2))
     elif args.json:
         Path(args.json).write_text(json.dumps(data, indent=2) + "\n")
+    if args.uar_dot:
+        Path(args.uar_dot).write_text(uar_to_dot(uar))
     if not args.quiet and args.json != "-":
-        print(render_text(model, data), end="")
+        print(render_uar(uar) if args.uar else render_text(model, data), end="")
     return 0
