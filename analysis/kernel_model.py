@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sirius.analysis.cfg import loop_nest
+from sirius.analysis.cfg import loop_nest, structured_order
 from sirius.analysis.evaluate import Evaluator, Formula, LoopInfo, Pointer, conjunction
 from sirius.analysis.ir import Arg, Block, Function, Instr, Module, TypeLayout, Value, split_top_level
 from sirius.analysis.symbolic import Expr
@@ -64,6 +64,7 @@ class Access:
     loops: tuple[str, ...]
     line: int | None
     reason: str = ""  # why it is not affine
+    position: tuple[int, int] = (0, 0)  # program point: (block in program order, instruction)
 
     @property
     def affine(self) -> bool:
@@ -82,6 +83,7 @@ class Barrier:
     line: int | None
     loops: tuple[str, ...]
     kind: str = "block"  # "block" (__syncthreads) or "warp" (__syncwarp)
+    position: tuple[int, int] = (0, 0)
 
 
 @dataclass(frozen=True)
@@ -204,10 +206,12 @@ def build_kernel_model(func: Function, module: Module, name: str, params: list[P
     barrier_blocks: set[Block] = set()
     for lp in ev.loops:
         ev.loop_info(lp)
+    order = {b: i for i, b in enumerate(structured_order(func, ev.loops))}
 
     for block in func.blocks:
         nest = tuple(lp.name for lp in loop_nest(ev.loops, block))
-        for instr in block.instrs:
+        for n, instr in enumerate(block.instrs):
+            point = (order.get(block, -1), n)
             callee = instr.callee
             if instr.opcode == "call":
                 if callee is None and "asm" in instr.text.split("call", 1)[-1][:40]:
@@ -215,10 +219,10 @@ def build_kernel_model(func: Function, module: Module, name: str, params: list[P
                 elif callee is None:
                     unsupported.append(f"indirect call at line {instr.line}")
                 elif _BARRIER_CALLS.match(callee):
-                    barriers.append(Barrier(instr.line, nest))
+                    barriers.append(Barrier(instr.line, nest, position=point))
                     barrier_blocks.add(block)
                 elif callee == _WARP_BARRIER:
-                    barriers.append(Barrier(instr.line, nest, kind="warp"))
+                    barriers.append(Barrier(instr.line, nest, kind="warp", position=point))
                 elif _WARP_OPS.match(callee):
                     warp_ops.append((callee.split(".")[2], instr.line))
                 elif callee in _UNSUPPORTED_CALLS:
@@ -242,7 +246,7 @@ def build_kernel_model(func: Function, module: Module, name: str, params: list[P
             else:
                 ty = instr.operands[1].type if len(instr.operands) > 1 else instr.type
             size = layout.size(ty) or 0
-            _record(ev, instr, ptr, kind, ty, size, nest, params, shared, used_shared, accesses)
+            _record(ev, instr, ptr, kind, ty, size, nest, params, shared, used_shared, accesses, point=point)
 
     early_exits = _early_exits(ev, func, barrier_blocks)
     loops = tuple(ev.loop_infos[lp.name] for lp in ev.loops if lp.name in ev.loop_infos)
@@ -264,21 +268,21 @@ def _base_name(base, params: list[Param], shared: dict[str, SharedArray], used: 
     return None
 
 
-def _record(ev, instr, ptr, kind, ty, size, nest, params, shared, used, accesses, reason=""):
+def _record(ev, instr, ptr, kind, ty, size, nest, params, shared, used, accesses, reason="", point=(0, 0)):
     p = ev.value(ptr)
     guard = _guard(ev, instr.block, nest)
     if isinstance(p, Pointer):
         named = _base_name(p.base, params, shared, used)
         if named is not None:
             why = reason or ("" if p.offset is not None else "index is data-dependent or not affine")
-            accesses.append(Access(kind, named[0], named[1], ty, size, p.offset, guard, nest, instr.line, why))
+            accesses.append(Access(kind, named[0], named[1], ty, size, p.offset, guard, nest, instr.line, why, point))
             return
     # Unknown base: the pointer was loaded from memory or computed opaquely.
     # It may point into any global buffer the kernel can reach.
     why = reason or "pointer of unknown provenance"
     for prm in params:
         if prm.is_pointer:
-            accesses.append(Access(kind, prm.name, "global", ty, size, None, guard, nest, instr.line, why))
+            accesses.append(Access(kind, prm.name, "global", ty, size, None, guard, nest, instr.line, why, point))
 
 
 def _guard(ev: Evaluator, block: Block, nest: tuple[str, ...]) -> Formula | None:
@@ -312,7 +316,8 @@ def _add_opaque_call(ev, instr, nest, params, shared, used, accesses, callee) ->
 
 def _widen_last(accesses: list[Access], reason: str = "bulk memory operation of unknown extent") -> None:
     a = accesses[-1]
-    accesses[-1] = Access(a.kind, a.buffer, a.space, a.elem_type, a.size, None, a.guard, a.loops, a.line, reason)
+    accesses[-1] = Access(a.kind, a.buffer, a.space, a.elem_type, a.size, None, a.guard, a.loops, a.line, reason,
+                          a.position)
 
 
 def _early_exits(ev: Evaluator, func: Function, barrier_blocks: set[Block]) -> list[EarlyExit]:

@@ -130,8 +130,12 @@ def _dims_used(stmt: HostStatement, symbols: set[str]) -> list[str]:
 
 
 def access_map(stmt: HostStatement, kernel: KernelModel, access: Access, subs: dict[str, Expr],
-               buffer: str, base_offset: Expr | None) -> AccessMap:
-    """The isl map of one access at one launch (see the module docstring)."""
+               buffer: str, base_offset: Expr | None, dims: list[str] | None = None) -> AccessMap:
+    """The isl map of one access at one launch (see the module docstring).
+
+    The domain lists the block and thread indices the launch uses (or
+    ``dims`` when given), then the access's kernel loop iterators.
+    """
     unit = kernel.buffer_unit(access.buffer)
     offset = None if access.offset is None else access.offset.subs(subs)
     guard = None if access.guard is None else access.guard.subs(subs)
@@ -146,7 +150,7 @@ def access_map(stmt: HostStatement, kernel: KernelModel, access: Access, subs: d
     symbols = set(offset.symbols() if offset is not None else set())
     symbols |= base_offset.symbols() if base_offset is not None else set()
     symbols |= aff_guard.symbols() if aff_guard is not None else set()
-    dims = _dims_used(stmt, symbols)
+    dims = list(dims) if dims is not None else _dims_used(stmt, symbols)
     dims += [lp for lp in access.loops]
     bounds = []
     for d in dims:
@@ -170,29 +174,31 @@ def access_map(stmt: HostStatement, kernel: KernelModel, access: Access, subs: d
     return AccessMap(access, text, buffer, exact and access.affine or exact and offset is not None)
 
 
-def _instance(stmt: HostStatement, kernel: KernelModel, site: LaunchSite | None) -> LaunchInstance:
-    bindings = tuple((p.name, stmt.args[i] if i < len(stmt.args) else ArgValue("unknown"))
-                     for i, p in enumerate(kernel.params))
+def instance_maps(stmt: HostStatement, kernel: KernelModel, bindings, dims: list[str] | None = None) -> list[AccessMap]:
+    """Every access of ``kernel`` at this launch, on the allocations its arguments point into."""
     subs = launch_substitution(stmt, kernel, bindings)
     binding = dict(bindings)
     maps = []
     for a in kernel.accesses:
-        if a.space == "shared":
-            maps.append(access_map(stmt, kernel, a, subs, a.buffer, None))
-            continue
         arg = binding.get(a.buffer)
-        if arg is not None and arg.kind == "buffer":
-            base = arg.offset if arg.offset is not None and arg.offset.is_affine() else None
-            unit = kernel.buffer_unit(a.buffer)
-            if base is not None and any(c % unit for _, c in base.terms):
-                base = None
-            m = access_map(stmt, kernel, a, subs, arg.buffer or a.buffer, base)
-            if arg.offset is not None and base is None:
-                m = AccessMap(a, m.isl, m.buffer, False)
-            maps.append(m)
-        else:
-            maps.append(access_map(stmt, kernel, a, subs, a.buffer, None))
-    return LaunchInstance(stmt, kernel, site, bindings, tuple(maps))
+        if a.space == "shared" or arg is None or arg.kind != "buffer":
+            maps.append(access_map(stmt, kernel, a, subs, a.buffer, None, dims))
+            continue
+        base = arg.offset if arg.offset is not None and arg.offset.is_affine() else None
+        unit = kernel.buffer_unit(a.buffer)
+        if base is not None and any(c % unit for _, c in base.terms):
+            base = None
+        m = access_map(stmt, kernel, a, subs, arg.buffer or a.buffer, base, dims)
+        if arg.offset is not None and base is None:
+            m = AccessMap(a, m.isl, m.buffer, False)
+        maps.append(m)
+    return maps
+
+
+def _instance(stmt: HostStatement, kernel: KernelModel, site: LaunchSite | None) -> LaunchInstance:
+    bindings = tuple((p.name, stmt.args[i] if i < len(stmt.args) else ArgValue("unknown"))
+                     for i, p in enumerate(kernel.params))
+    return LaunchInstance(stmt, kernel, site, bindings, tuple(instance_maps(stmt, kernel, bindings)))
 
 
 # ------------------------------------------------------------------ driver

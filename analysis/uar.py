@@ -7,7 +7,9 @@ statement *instances*, each carrying an isl relation from producer instances
 ``S<i>[h…, bx, by, bz, tx, ty, tz]`` to consumer instances (host iterators,
 then block and thread indices for launches), restricted to pairs in program
 order. Device effects are aggregated per thread from the kernel model's
-access maps; kernel loop iterators are existentially quantified.
+access maps; kernel loop iterators are existentially quantified. Inside a
+launch, barriers are represented by virtual dependences between threads of
+a block (see :mod:`sirius.analysis.barrier_deps`).
 
 Every launch-to-launch edge has a *width* (paper section 3.4):
 
@@ -36,6 +38,7 @@ from dataclasses import dataclass, field
 import islpy as isl
 import networkx as nx
 
+from sirius.analysis.barrier_deps import BarrierRole, VirtualDependence, barrier_dependences
 from sirius.analysis.evaluate import Formula, conjunction
 from sirius.analysis.host_model import ArgValue, HostStatement
 from sirius.analysis.kernel_model import Access, KernelModel
@@ -63,6 +66,9 @@ class Dependence:
 class UAR:
     graph: nx.MultiDiGraph
     dependences: list[Dependence] = field(default_factory=list)
+    # per launch statement: intra-block dependences and what each barrier orders
+    virtual: dict[int, list[VirtualDependence]] = field(default_factory=dict)
+    barriers: dict[int, list[BarrierRole]] = field(default_factory=dict)
 
     def edges_between(self, src: int, dst: int) -> list[Dependence]:
         return [d for d in self.dependences if d.src == src and d.dst == dst]
@@ -288,6 +294,9 @@ def build_uar(model: ProgramModel) -> UAR:
     for t in touches:
         by_buffer.setdefault(t.buffer, []).append(t)
     uar = UAR(graph)
+    for inst in model.launches:
+        if inst.kernel.barriers or any(a.space == "shared" for a in inst.kernel.accesses):
+            uar.virtual[inst.statement.index], uar.barriers[inst.statement.index] = barrier_dependences(inst)
     for buf, ts in by_buffer.items():
         unit = _unit_of(ts)
         maps: dict[tuple[int, str], isl.Map] = {}

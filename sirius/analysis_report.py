@@ -218,6 +218,25 @@ def uar_to_json(uar: UAR) -> list[dict[str, Any]]:
              "same_iteration": d.same_iteration, "relation": d.relation} for d in uar.dependences]
 
 
+def virtual_to_json(uar: UAR) -> list[dict[str, Any]]:
+    """Per launch: each barrier with the intra-block dependences it orders, and races."""
+    out = []
+    for stmt, roles in sorted(uar.barriers.items()):
+        deps = uar.virtual.get(stmt, [])
+        out.append({
+            "launch": stmt,
+            "barriers": [{"line": r.barrier.line, "needed": r.needed,
+                          "orders": [_virtual_json(d) for d in r.orders]} for r in roles],
+            "unordered": [_virtual_json(d) for d in deps if d.race],
+        })
+    return out
+
+
+def _virtual_json(d) -> dict[str, Any]:
+    return {"src_line": d.src.line, "dst_line": d.dst.line, "buffer": d.buffer, "kind": d.kind,
+            "carried_by": d.carried_by, "ordered_by": [b.line for b in d.ordered_by]}
+
+
 def _node_text(uar: UAR, n: int) -> str:
     a = uar.graph.nodes[n]
     where = f" for {a['domain']}" if a["loops"] else ""
@@ -240,6 +259,21 @@ def render_uar(uar: UAR) -> str:
         iters = "" if d.same_iteration else " across host iterations"
         out.append(f"  S{d.src} -> S{d.dst} {d.kind} on {d.buffer}{width}{iters}")
         out.append(f"      {d.relation}")
+    if uar.barriers:
+        out.append("")
+        out.append("barriers as virtual dependences (threads of one block)")
+    for stmt, roles in sorted(uar.barriers.items()):
+        out.append(f"  S{stmt} {uar.graph.nodes[stmt]['label']}")
+        for r in roles:
+            state = "needed" if r.needed else ("redundant" if not r.orders else "shared with another barrier")
+            out.append(f"    barrier line {r.barrier.line}: orders {len(r.orders)} dependences ({state})")
+            for d in r.orders:
+                how = f"carried by {d.carried_by}" if d.carried_by else "same iteration"
+                out.append(f"      {d.kind} {d.buffer}: line {d.src.line} -> line {d.dst.line}, {how}")
+        for d in uar.virtual.get(stmt, []):
+            if d.race:
+                over = "" if d.src.offset is not None and d.dst.offset is not None else " (over-approximated index)"
+                out.append(f"    unordered {d.kind} {d.buffer}: line {d.src.line} -> line {d.dst.line}{over}")
     return "\n".join(out) + "\n"
 
 

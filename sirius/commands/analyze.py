@@ -17,7 +17,7 @@ from pathlib import Path
 from sirius.analysis.frontend import CompileJob
 from sirius.analysis.program_model import analyze_program
 from sirius.analysis.uar import build_uar
-from sirius.analysis_report import model_to_json, render_text, render_uar, uar_to_dot, uar_to_json
+from sirius.analysis_report import model_to_json, render_text, render_uar, uar_to_dot, uar_to_json, virtual_to_json
 from sirius.commands.common import add_compile_flags, compile_flags_from_args
 from sirius.config import resolve_toolchain
 
@@ -42,6 +42,7 @@ def execute(args: argparse.Namespace) -> int:
     uar = build_uar(model)
     data = model_to_json(model)
     data["dependences"] = uar_to_json(uar)
+    data["barriers"] = virtual_to_json(uar)
     if args.json == "-":
         print(json.dumps(data, indent=2))
     elif args.json:

@@ -95,3 +95,45 @@ def test_lstm_cells_depend_on_left_and_previous_step_and_waves_are_independent(c
     assert left.is_subset(rel) and below.is_subset(rel)
     same_wave = isl.Map("{ C[s, c] -> C[s2, c2] : s + c = s2 + c2 and (s != s2 or c != c2) }")
     assert rel.intersect(same_wave).is_empty()
+
+
+def test_gemm_barriers_order_the_tile_dependences(corpus):
+    m = corpus("bert_qkv.cu")
+    uar = build_uar(m)
+    gemm = m.launches[0].statement.index
+    first, second = uar.barriers[gemm]
+    assert first.needed and second.needed
+    same_iter = {(d.kind, d.buffer) for d in first.orders if d.carried_by is None}
+    assert same_iter == {("flow", "As"), ("flow", "Bs")}  # tiles loaded, then read by other threads
+    carried = {(d.kind, d.buffer) for d in second.orders if d.carried_by == "k0"}
+    assert {("anti", "As"), ("anti", "Bs")} <= carried  # reads done before the next tile overwrites
+    assert not any(d.race for d in uar.virtual[gemm])
+
+
+def test_barrier_between_thread_private_accesses_orders_nothing(snippet):
+    m = snippet("""#include <cuda_runtime.h>
+__global__ void private_tile(float* a) {
+  __shared__ float t[128];
+  t[threadIdx.x] = a[threadIdx.x];
+  __syncthreads();
+  a[threadIdx.x] = 2.0f * t[threadIdx.x];
+}
+int main() { float* a; cudaMalloc(&a, 512); private_tile<<<1, 128>>>(a); cudaDeviceSynchronize(); return 0; }
+""")
+    uar = build_uar(m)
+    (role,) = uar.barriers[m.launches[0].statement.index]
+    assert not role.orders and not role.needed
+
+
+def test_missing_barrier_shows_as_unordered_dependence(snippet):
+    m = snippet("""#include <cuda_runtime.h>
+__global__ void reverse(float* a) {
+  __shared__ float t[128];
+  t[threadIdx.x] = a[threadIdx.x];
+  a[threadIdx.x] = t[127 - threadIdx.x];
+}
+int main() { float* a; cudaMalloc(&a, 512); reverse<<<1, 128>>>(a); cudaDeviceSynchronize(); return 0; }
+""")
+    uar = build_uar(m)
+    deps = uar.virtual[m.launches[0].statement.index]
+    assert any(d.race and d.kind == "flow" and d.buffer == "t" for d in deps)
