@@ -122,6 +122,11 @@ class KernelModel:
         return min(sizes) if sizes else 1
 
 
+_INLINE_ASM = re.compile(r'\basm (?:sideeffect )?(?:alignstack )?(?:inteldialect )?"((?:[^"\\]|\\.)*)"')
+# register-only arithmetic (math library approximations): no memory, barriers or special registers
+_PURE_ASM = re.compile(r"\s*(?:(?:rcp|sqrt|rsqrt|ex2|lg2|sin|cos|tanh|mov|add|sub|mul|mad|fma|min|max|abs|neg|cvt|"
+                       r"and|or|xor|not|shl|shr|selp|set|setp|prmt|bfe|bfi|brev|popc|clz)"
+                       r"(?:\.[\w]+)*\s+[^;%]*?(?:\$\d+[^;%]*)*;\s*)+")
 _BARRIER_CALLS = re.compile(r"^llvm\.nvvm\.(barrier0|barrier\.(cta\.)?sync.*|barrier\.n)$")
 _WARP_BARRIER = "llvm.nvvm.bar.warp.sync"
 _WARP_OPS = re.compile(r"^llvm\.nvvm\.(shfl|vote|match|redux)\.")
@@ -214,8 +219,10 @@ def build_kernel_model(func: Function, module: Module, name: str, params: list[P
             point = (order.get(block, -1), n)
             callee = instr.callee
             if instr.opcode == "call":
-                if callee is None and "asm" in instr.text.split("call", 1)[-1][:40]:
-                    unsupported.append(f"inline assembly at line {instr.line}")
+                asm = _INLINE_ASM.search(instr.text) if callee is None else None
+                if asm is not None:
+                    if not _PURE_ASM.fullmatch(asm.group(1)):
+                        unsupported.append(f"inline assembly at line {instr.line}: {asm.group(1)[:40]}")
                 elif callee is None:
                     unsupported.append(f"indirect call at line {instr.line}")
                 elif _BARRIER_CALLS.match(callee):

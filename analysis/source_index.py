@@ -34,6 +34,9 @@ class KernelDecl:
     params: tuple[tuple[str, str], ...]  # (name, type spelling)
     range: SourceRange
     is_template: bool = False
+    params_text: str = ""  # the parameter list as written, without parentheses
+    body_text: str = ""  # the compound statement as written, braces included
+    callees_read_indices: tuple[str, ...] = ()  # called device functions reading threadIdx & co.
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class LaunchSite:
     config: tuple[str, ...]  # grid, block[, shmem[, stream]] as written
     args: tuple[str, ...]
     range: SourceRange
+    statement: bool = False  # the launch is a whole statement directly inside braces
 
     @property
     def text(self) -> str:
@@ -63,6 +67,7 @@ class SourceIndex:
     launches: list[LaunchSite] = field(default_factory=list)
     allocations: list[AllocSite] = field(default_factory=list)
     functions_with_launches: set[str] = field(default_factory=set)
+    function_ranges: dict[str, SourceRange] = field(default_factory=dict)  # host functions with bodies
 
     def kernel_by_name(self, name: str) -> KernelDecl | None:
         return next((k for k in self.kernels.values() if k.name == name), None)
@@ -98,6 +103,52 @@ def _referenced_variable(cursor) -> str | None:
     return None
 
 
+_INDEX_BUILTINS = {"threadIdx", "blockIdx", "blockDim", "gridDim"}
+
+
+def _params_text(source: bytes, fn, body) -> str:
+    """Text between the parentheses of the declarator of ``fn``."""
+    start = fn.extent.start.offset
+    end = body.extent.start.offset if body is not None else fn.extent.end.offset
+    text = source[start:end].decode("utf-8", "replace")
+    depth, open_at = 0, None
+    for i, ch in enumerate(text):
+        if ch == "(":
+            if depth == 0 and text[:i].rstrip().endswith(fn.spelling):
+                open_at = i
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0 and open_at is not None:
+                return text[open_at + 1:i].strip()
+    return ""
+
+
+def _callees_reading_indices(body, main_file: str, seen: set[str] | None = None) -> set[str]:
+    """Device functions called (transitively) from ``body`` that read the index builtins."""
+    seen = seen if seen is not None else set()
+    found: set[str] = set()
+    for node in body.walk_preorder():
+        if node.kind != ci.CursorKind.CALL_EXPR or node.referenced is None:
+            continue
+        callee = node.referenced
+        key = callee.get_usr() or callee.spelling
+        if key in seen:
+            continue
+        seen.add(key)
+        definition = callee.get_definition()
+        if definition is None or definition.location.file is None:
+            continue
+        inner = next((ch for ch in definition.get_children() if ch.kind == ci.CursorKind.COMPOUND_STMT), None)
+        if inner is None:
+            continue
+        if any(n.kind == ci.CursorKind.DECL_REF_EXPR and n.spelling in _INDEX_BUILTINS
+               for n in inner.walk_preorder()):
+            found.add(callee.spelling)
+        found |= _callees_reading_indices(inner, main_file, seen)
+    return found
+
+
 def build_source_index(job: CompileJob) -> SourceIndex:
     """Index kernels, launches and allocations of the main file of ``job``."""
     path = str(job.path)
@@ -111,6 +162,7 @@ def build_source_index(job: CompileJob) -> SourceIndex:
         return c.location.file is not None and str(c.location.file) == main_file
 
     def visit(cursor, function: str | None) -> None:
+        in_braces = cursor.kind == ci.CursorKind.COMPOUND_STMT
         for c in cursor.get_children():
             if not in_main(c):
                 continue
@@ -122,10 +174,15 @@ def build_source_index(job: CompileJob) -> SourceIndex:
                     if kind == ci.CursorKind.FUNCTION_TEMPLATE:
                         params = tuple((p.spelling, p.type.spelling) for p in c.get_children()
                                        if p.kind == ci.CursorKind.PARM_DECL)
+                    body = next((ch for ch in c.get_children() if ch.kind == ci.CursorKind.COMPOUND_STMT), None)
                     decl = KernelDecl(c.spelling, c.mangled_name or c.spelling, params, _range(c),
-                                      kind == ci.CursorKind.FUNCTION_TEMPLATE)
+                                      kind == ci.CursorKind.FUNCTION_TEMPLATE,
+                                      _params_text(source, c, body), _text(source, body) if body else "",
+                                      tuple(sorted(_callees_reading_indices(body, main_file))) if body else ())
                     out.kernels[decl.stub_mangled] = decl
                     continue
+                if c.is_definition():
+                    out.function_ranges.setdefault(c.spelling, _range(c))
                 visit(c, c.spelling)
                 continue
             if kind == ci.CursorKind.CALL_EXPR and function is not None:
@@ -136,7 +193,7 @@ def build_source_index(job: CompileJob) -> SourceIndex:
                                    if a.extent.start.line > 0 and _text(source, a))
                     args = tuple(_text(source, a) for a in children[2:])
                     out.launches.append(LaunchSite(c.spelling or _text(source, children[0]), function,
-                                                   config, args, _range(c)))
+                                                   config, args, _range(c), in_braces))
                     out.functions_with_launches.add(function)
                 elif c.spelling in _ALLOC_FUNCS:
                     args = list(c.get_arguments())

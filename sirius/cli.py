@@ -15,7 +15,7 @@ from sirius import __version__
 from sirius.errors import SiriusError
 
 # The subcommands, in the order ``--help`` lists them.
-COMMANDS = ("analyze",)
+COMMANDS = ("analyze", "optimize", "run", "verify")
 
 
 def build_parser() -> argparse.ArgumentParser:

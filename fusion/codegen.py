@@ -1,0 +1,208 @@
+"""Code generation: the optimized program as CUDA source.
+
+Each kernel that takes part in a fusion becomes a ``__device__`` fragment
+whose body is the original body verbatim; the fragment declares local
+``blockIdx``/``threadIdx``/``blockDim``/``gridDim`` that shadow the builtins,
+so a fragment placed in other blocks or threads of a fused kernel sees its
+own indices. A fused kernel calls its fragments: one lane runs them in order
+in the same thread (vertical), several lanes dispatch on the block index
+(horizontal). Every other byte of the program is preserved, except the
+launch statements of rewritten regions: each launch's arguments and
+configuration are evaluated where the launch stood (into temporaries), and
+the region's launches are issued at the place of its last launch in the
+scheduled order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sirius.analysis.program_model import LaunchInstance, ProgramModel
+from sirius.fusion.schedule import FusionGroup, Lane, Schedule
+
+_INDEX_NAMES = ("blockIdx", "threadIdx", "blockDim", "gridDim")
+
+
+@dataclass(frozen=True)
+class FusedKernel:
+    name: str
+    group: FusionGroup
+    grid: str  # launch configuration text
+    block: str
+    shmem: str
+
+
+def _fragment_name(inst: LaunchInstance) -> str:
+    return f"sirius_frag_{inst.kernel.name.replace(':', '_').replace('<', '_').replace('>', '_')}"
+
+
+def _fragment(inst: LaunchInstance, decl) -> str:
+    shadow = "\n".join([
+        "  const uint3 blockIdx = sirius_bid;", "  const uint3 threadIdx = sirius_tid;",
+        "  const dim3 blockDim = sirius_bdim;", "  const dim3 gridDim = sirius_gdim;",
+        "  (void)blockIdx; (void)threadIdx; (void)blockDim; (void)gridDim;"])
+    params = decl.params_text.strip()
+    sep = ", " if params and params != "void" else ""
+    params = "" if params == "void" else params
+    return (f"// fragment of kernel {inst.kernel.name}: its body, with its own block and thread indices\n"
+            f"static __device__ __forceinline__ void {_fragment_name(inst)}(\n"
+            f"    const uint3 sirius_bid, const uint3 sirius_tid, const dim3 sirius_bdim, const dim3 sirius_gdim"
+            f"{sep}{params}) {{\n{shadow}\n  {decl.body_text}\n}}\n")
+
+
+def _param_decls(insts: list[LaunchInstance], decls) -> tuple[list[str], dict[int, list[str]]]:
+    params, names = [], {}
+    for inst in insts:
+        decl = decls[inst.statement.index]
+        own = []
+        for j, (pname, ptype) in enumerate(decl.params):
+            name = f"s{inst.statement.index}_{pname or j}"
+            params.append(f"{ptype} {name}")
+            own.append(name)
+        names[inst.statement.index] = own
+    return params, names
+
+
+def _lane_body(lane: Lane, insts, names, indices: str, indent: str) -> list[str]:
+    out = []
+    for pos, idx in enumerate(lane.launches):
+        if lane.barrier_before[pos]:
+            out.append(f"{indent}__syncthreads();  // block-level dependence on the fragment before")
+        args = ", ".join([indices] + names[idx])
+        out.append(f"{indent}{_fragment_name(insts[idx])}({args});")
+    return out
+
+
+def _fused_kernel(group: FusionGroup, insts, decls) -> tuple[str, FusedKernel]:
+    members = [insts[i] for i in group.launches]
+    params, names = _param_decls(members, decls)
+    name = f"sirius_fused_{group.id}"
+    body: list[str] = []
+    first = insts[group.lanes[0].launches[0]]
+    if len(group.lanes) == 1:
+        body += _lane_body(group.lanes[0], insts, names, "blockIdx, threadIdx, blockDim, gridDim", "  ")
+        shm = max(insts[i].statement.shmem.constant_value() for i in group.launches)
+        fk = FusedKernel(name, group, f"sirius_g{first.statement.index}", f"sirius_b{first.statement.index}",
+                         str(shm))
+    else:
+        sizes = []
+        for lane in group.lanes:
+            s = insts[lane.launches[0]].statement
+            sizes.append((s.grid.constant(), s.block.constant()))
+        widest = max(b[0] * b[1] * b[2] for _, b in sizes)
+        body.append("  const unsigned sirius_block = blockIdx.x;")
+        body.append("  const unsigned sirius_thread = threadIdx.x;")
+        start = 0
+        for k, (lane, (g, b)) in enumerate(zip(group.lanes, sizes)):
+            nblocks = g[0] * g[1] * g[2]
+            nthreads = b[0] * b[1] * b[2]
+            cond = f"sirius_block < {start + nblocks}u"
+            body.append(f"  {'if' if k == 0 else '} else if'} ({cond}) {{")
+            body.append(f"    const unsigned sirius_local = sirius_block - {start}u;")
+            body.append(f"    const dim3 sirius_gdim({g[0]}, {g[1]}, {g[2]});")
+            body.append(f"    const dim3 sirius_bdim({b[0]}, {b[1]}, {b[2]});")
+            body.append(f"    const uint3 sirius_bid = make_uint3(sirius_local % {g[0]}u, "
+                        f"(sirius_local / {g[0]}u) % {g[1]}u, sirius_local / {g[0] * g[1]}u);")
+            indent = "    "
+            if nthreads < widest:
+                body.append(f"    if (sirius_thread < {nthreads}u) {{  // this fragment's block is smaller")
+                indent = "      "
+            body.append(f"{indent}const uint3 sirius_tid = make_uint3(sirius_thread % {b[0]}u, "
+                        f"(sirius_thread / {b[0]}u) % {b[1]}u, sirius_thread / {b[0] * b[1]}u);")
+            body += _lane_body(lane, insts, names, "sirius_bid, sirius_tid, sirius_bdim, sirius_gdim", indent)
+            if nthreads < widest:
+                body.append("    }")
+            start += nblocks
+        body.append("  }")
+        shm = max(insts[i].statement.shmem.constant_value() for i in group.launches)
+        fk = FusedKernel(name, group, f"dim3({start})", f"dim3({widest})", str(shm))
+    members_text = ", ".join(insts[i].kernel.name for i in group.launches)
+    text = (f"// {group.arrangement} fusion of {members_text}\n"
+            f"__global__ void {name}({', '.join(params)}) {{\n" + "\n".join(body) + "\n}\n")
+    return text, fk
+
+
+def _temporaries(inst: LaunchInstance, config_used: bool) -> str:
+    """Arguments (and, where the new launch uses it, the configuration) as evaluated here."""
+    idx = inst.statement.index
+    site = inst.site
+    cfg = list(site.config)
+    parts = []
+    if config_used:
+        parts = [f"dim3 sirius_g{idx} = dim3({cfg[0]})", f"dim3 sirius_b{idx} = dim3({cfg[1]})"]
+        if len(cfg) > 2:
+            parts.append(f"size_t sirius_s{idx} = (size_t)({cfg[2]})")
+    for j, a in enumerate(site.args):
+        parts.append(f"auto sirius_a{idx}_{j} = ({a})")
+    return "; ".join(parts)
+
+
+def _issue(group: FusionGroup, insts, fused: dict[int, FusedKernel]) -> str:
+    if len(group.launches) == 1:
+        inst = insts[group.launches[0]]
+        idx = inst.statement.index
+        shm = f", sirius_s{idx}" if len(inst.site.config) > 2 else ""
+        args = ", ".join(f"sirius_a{idx}_{j}" for j in range(len(inst.site.args)))
+        return f"{inst.site.kernel}<<<sirius_g{idx}, sirius_b{idx}{shm}>>>({args})"
+    fk = fused[group.id]
+    args = ", ".join(f"sirius_a{i}_{j}" for i in group.launches for j in range(len(insts[i].site.args)))
+    return f"{fk.name}<<<{fk.grid}, {fk.block}, {fk.shmem}>>>({args})"
+
+
+def generate(model: ProgramModel, schedule: Schedule, source: str) -> tuple[str, list[FusedKernel]]:
+    """The optimized program's source (see the module docstring)."""
+    insts = {i.statement.index: i for i in model.launches}
+    decls = {}
+    for idx, inst in insts.items():
+        decls[idx] = model.source.kernel_by_name(inst.site.kernel if inst.site else inst.kernel.name) \
+            or model.source.kernel_by_name(inst.kernel.name)
+    multi = [g for g in schedule.groups if len(g.launches) > 1]
+    if not multi:
+        return source, []
+    kernels_text: list[str] = []
+    done: set[str] = set()
+    for g in multi:
+        for i in g.launches:
+            name = _fragment_name(insts[i])
+            if name not in done:
+                done.add(name)
+                kernels_text.append(_fragment(insts[i], decls[i]))
+    fused: dict[int, FusedKernel] = {}
+    for g in multi:
+        text, fk = _fused_kernel(g, insts, decls)
+        kernels_text.append(text)
+        fused[g.id] = fk
+
+    edits: list[tuple[int, int, str]] = []
+    rewritten_regions = {g.region for g in multi}
+    for region in schedule.regions:
+        if region.id not in rewritten_regions:
+            continue
+        groups = [g for g in schedule.groups if g.region == region.id]
+        config_users = {g.launches[0] for g in groups if len(g.lanes) == 1}
+        last = region.launches[-1]
+        for idx in region.launches:
+            inst = insts[idx]
+            text = f"/* sirius: {inst.site.kernel} launch rescheduled */ " + _temporaries(inst, idx in config_users)
+            if idx == last:
+                issue = "; ".join(_issue(g, insts, fused) for g in groups)
+                text += f"; /* sirius: fused launches */ {issue}"
+            edits.append((inst.site.range.start_offset, inst.site.range.end_offset, text))
+
+    data = source.encode()
+    used = [insts[i] for g in multi for i in g.launches]
+    insert_at = max(decls[i.statement.index].range.end_offset for i in used)
+    entry = model.source.function_ranges.get(model.host.entry)
+    prototypes = ""
+    if entry is not None and insert_at > entry.start_offset:
+        prototypes = "".join(
+            f"__global__ void {fk.name}({', '.join(_param_decls([insts[i] for i in fk.group.launches], decls)[0])});\n"
+            for fk in fused.values())
+    block = ("\n\n// ---- kernels generated by sirius ----\n" + "\n".join(kernels_text)
+             + "// ---- end of generated kernels ----\n").encode()
+    edits.append((insert_at, insert_at, block.decode()))
+    if prototypes:
+        edits.append((entry.start_offset, entry.start_offset, "// sirius: fused kernels, defined below\n" + prototypes))
+    for start, end, text in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
+        data = data[:start] + text.encode() + data[end:]
+    return data.decode(), list(fused.values())

@@ -1,0 +1,342 @@
+"""Fusion schedule: which launches become one launch, and how they are arranged.
+
+Works region by region. A region is a run of launch statements in one host
+loop body with nothing but straight-line host code between them (no other
+CUDA runtime call, no control flow); inside a region launches may be
+reordered as long as every same-iteration dependence of the UAR keeps its
+direction, because dependences carried by host loops are untouched.
+
+1. *Vertical* (local fusion, P1): launches with the same grid and block
+   joined by thread- or block-level dependences, or independent, run one
+   after another in the same thread; a ``__syncthreads()`` separates two
+   fragments when a block-level dependence links them.
+2. *Horizontal* (P3): groups with no dependence path between them run in
+   different blocks of one launch (grid = sum of grids, dispatch on the
+   block index).
+
+A global dependence is never fused across (P2). Every launch left alone, or
+group split, is reported with its reason; what cannot be proven safe is not
+fused.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from sirius.analysis.host_model import HostStatement
+from sirius.analysis.program_model import LaunchInstance, ProgramModel
+from sirius.analysis.uar import UAR
+
+ARRANGEMENTS = ("auto", "vertical", "horizontal")
+MAX_BLOCK_THREADS = 1024
+STATIC_SHARED_LIMIT = 48 * 1024
+
+
+@dataclass(frozen=True)
+class Lane:
+    """Fragments one block runs in order; ``barrier_before[i]`` separates fragment i from i-1."""
+
+    launches: tuple[int, ...]  # statement indices
+    barrier_before: tuple[bool, ...]
+
+
+@dataclass(frozen=True)
+class FusionGroup:
+    id: int
+    region: int
+    lanes: tuple[Lane, ...]
+
+    @property
+    def launches(self) -> tuple[int, ...]:
+        return tuple(i for lane in self.lanes for i in lane.launches)
+
+    @property
+    def arrangement(self) -> str:
+        if len(self.launches) == 1:
+            return "single"
+        if len(self.lanes) == 1:
+            return "vertical"
+        if all(len(lane.launches) == 1 for lane in self.lanes):
+            return "horizontal"
+        return "hybrid"
+
+    @property
+    def barriers(self) -> int:
+        return sum(sum(lane.barrier_before) for lane in self.lanes)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    launches: tuple[int, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
+class Region:
+    id: int
+    launches: tuple[int, ...]
+    loops: tuple[str, ...]
+
+
+@dataclass
+class Schedule:
+    regions: list[Region] = field(default_factory=list)
+    groups: list[FusionGroup] = field(default_factory=list)  # in execution order
+    refusals: list[Refusal] = field(default_factory=list)
+
+    def group_of(self, launch: int) -> FusionGroup | None:
+        return next((g for g in self.groups if launch in g.launches), None)
+
+
+# ------------------------------------------------------------ eligibility
+
+def _config(stmt: HostStatement) -> tuple | None:
+    g = stmt.grid.constant() if stmt.grid else None
+    b = stmt.block.constant() if stmt.block else None
+    return None if g is None or b is None else (g, b)
+
+
+def fragment_problem(inst: LaunchInstance) -> str | None:
+    """Why this launch cannot become a fragment of a fused kernel, if it cannot."""
+    k, site, stmt = inst.kernel, inst.site, inst.statement
+    if site is None:
+        return "launch expression not found in the source"
+    if not site.statement:
+        return "launch is not a statement of its own inside braces"
+    if k.unsupported:
+        return "kernel uses " + "; ".join(k.unsupported)
+    if stmt.stream != "default":
+        return "launch on a non-default stream"
+    if stmt.shmem is None or stmt.shmem.constant_value() is None:
+        return "dynamic shared memory size is not a constant"
+    return None
+
+
+def _between_is_straight_line(source: str, a: LaunchInstance, b: LaunchInstance) -> bool:
+    text = source[a.site.range.end_offset:b.site.range.start_offset]
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
+    return not re.search(r"[{}]|\b(if|else|for|while|do|switch|case|return|break|continue|goto)\b", text)
+
+
+def find_regions(model: ProgramModel, source: str) -> tuple[list[Region], list[Refusal]]:
+    stmts = model.host.statements
+    inst = {i.statement.index: i for i in model.launches}
+    regions: list[Region] = []
+    refusals: list[Refusal] = []
+    current: list[int] = []
+
+    def close():
+        if current:
+            regions.append(Region(len(regions), tuple(current), stmts[current[0]].loops))
+        current.clear()
+
+    for s in stmts:
+        if s.kind != "launch" or s.index not in inst:
+            close()
+            continue
+        problem = fragment_problem(inst[s.index])
+        if problem:
+            close()
+            refusals.append(Refusal((s.index,), problem))
+            continue
+        if current:
+            prev = inst[current[-1]]
+            same_nest = stmts[current[-1]].loops == s.loops and prev.site.function == inst[s.index].site.function
+            if not (same_nest and _between_is_straight_line(source, prev, inst[s.index])):
+                close()
+        current.append(s.index)
+    close()
+    return regions, refusals
+
+
+# --------------------------------------------------------------- grouping
+
+@dataclass
+class _Group:
+    lanes: list[list[int]]
+
+    @property
+    def members(self) -> list[int]:
+        return [i for lane in self.lanes for i in lane]
+
+
+class _RegionScheduler:
+    def __init__(self, model: ProgramModel, uar: UAR, region: Region, arrangement: str):
+        self.model = model
+        self.region = region
+        self.arrangement = arrangement
+        self.inst = {i.statement.index: i for i in model.launches}
+        members = set(region.launches)
+        self.deps = [d for d in uar.dependences if d.src in members and d.dst in members and d.same_iteration
+                     and d.src != d.dst]
+        self.groups = [_Group([[i]]) for i in region.launches]
+        self.notes: list[Refusal] = []
+
+    # group graph: an edge when some dependence goes from one group to the other
+    def _graph(self) -> nx.DiGraph:
+        g = nx.DiGraph()
+        owner = {m: gi for gi, grp in enumerate(self.groups) for m in grp.members}
+        g.add_nodes_from(range(len(self.groups)))
+        for d in self.deps:
+            a, b = owner[d.src], owner[d.dst]
+            if a != b:
+                g.add_edge(a, b)
+        return g
+
+    def _mergeable_without_cycle(self, a: int, b: int) -> bool:
+        g = self._graph()
+        g2 = nx.contracted_nodes(g, a, b, self_loops=False)
+        return nx.is_directed_acyclic_graph(g2)
+
+    def _edges_between(self, ga: _Group, gb: _Group):
+        sa, sb = set(ga.members), set(gb.members)
+        return [d for d in self.deps if (d.src in sa and d.dst in sb) or (d.src in sb and d.dst in sa)]
+
+    def _lane_config(self, lane: list[int]):
+        return _config(self.inst[lane[0]].statement)
+
+    # ---------------------------------------------------------- vertical
+    def _vertical_problem(self, ga: _Group, gb: _Group) -> str | None:
+        if len(ga.lanes) != 1 or len(gb.lanes) != 1:
+            return "one side is already arranged horizontally"
+        ca, cb = self._lane_config(ga.lanes[0]), self._lane_config(gb.lanes[0])
+        if ca is None or cb is None or ca != cb:
+            return "different launch configurations"
+        for d in self._edges_between(ga, gb):
+            if d.width not in ("thread", "block"):
+                return f"{d.width} dependence on {d.buffer}"
+        return None
+
+    def _lane_order(self, members: list[int]) -> list[int]:
+        g = nx.DiGraph()
+        g.add_nodes_from(members)
+        for d in self.deps:
+            if d.src in g and d.dst in g:
+                g.add_edge(d.src, d.dst)
+        return list(nx.lexicographical_topological_sort(g))
+
+    def _lane_hazard(self, lane: list[int]) -> str | None:
+        for pos, idx in enumerate(lane[:-1]):
+            exits = [e for e in self.inst[idx].kernel.early_exits if e.reaches_barrier]
+            if exits:
+                return (f"{self.inst[idx].kernel.name} returns early (line {exits[0].line}) before a barrier; "
+                        "inside a fused kernel the returning threads would not exit and later barriers "
+                        "would pair up differently")
+        shared = sum(s.bytes or 0 for i in lane for s in self.inst[i].kernel.shared if not s.dynamic)
+        if shared > STATIC_SHARED_LIMIT:
+            return f"static shared memory of the fragments ({shared} bytes) exceeds {STATIC_SHARED_LIMIT}"
+        dynamic = [i for i in lane if any(s.dynamic for s in self.inst[i].kernel.shared)]
+        if len(dynamic) > 1:
+            return "more than one fragment uses dynamic shared memory"
+        return None
+
+    def merge_vertical(self) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for ia in range(len(self.groups)):
+                for ib in range(ia + 1, len(self.groups)):
+                    ga, gb = self.groups[ia], self.groups[ib]
+                    connected = bool(self._edges_between(ga, gb))
+                    if not connected and self.arrangement == "auto" and len(self.groups) > 1:
+                        continue  # independent launches are left to horizontal fusion
+                    problem = self._vertical_problem(ga, gb)
+                    if problem is None and not self._mergeable_without_cycle(ia, ib):
+                        problem = "a launch between them depends on one and feeds the other"
+                    if problem is None:
+                        lane = self._lane_order(ga.members + gb.members)
+                        problem = self._lane_hazard(lane)
+                    if problem is not None:
+                        if connected:
+                            self._note(ga, gb, problem)
+                        continue
+                    self.groups[ia] = _Group([lane])
+                    del self.groups[ib]
+                    changed = True
+                    break
+                if changed:
+                    break
+
+    # -------------------------------------------------------- horizontal
+    def _horizontal_problem(self, ga: _Group, gb: _Group) -> str | None:
+        if self._edges_between(ga, gb):
+            return "dependent"
+        lanes = ga.lanes + gb.lanes
+        configs = [self._lane_config(lane) for lane in lanes]
+        if any(c is None for c in configs):
+            return "launch configuration is not a constant"
+        threads = [b[0] * b[1] * b[2] for _, b in configs]
+        widest = max(threads)
+        if widest > MAX_BLOCK_THREADS:
+            return "block too large"
+        for lane, t in zip(lanes, threads):
+            if t != widest and any(self.inst[i].kernel.barriers for i in lane):
+                return ("fragments with barriers need every thread of the block; their block sizes differ "
+                        f"({t} vs {widest})")
+            if t != widest and any(self.inst[i].kernel.warp_ops for i in lane) and t % 32:
+                return "warp operations in a fragment whose block is not a whole number of warps"
+        dyn = [i for lane in lanes for i in lane if any(s.dynamic for s in self.inst[i].kernel.shared)]
+        if len(dyn) > 1:
+            return "more than one fragment uses dynamic shared memory"
+        return None
+
+    def merge_horizontal(self) -> None:
+        changed = True
+        while changed:
+            changed = False
+            g = self._graph()
+            for ia in range(len(self.groups)):
+                for ib in range(ia + 1, len(self.groups)):
+                    if nx.has_path(g, ia, ib) or nx.has_path(g, ib, ia):
+                        continue
+                    if self._horizontal_problem(self.groups[ia], self.groups[ib]) is not None:
+                        continue
+                    self.groups[ia] = _Group(self.groups[ia].lanes + self.groups[ib].lanes)
+                    del self.groups[ib]
+                    changed = True
+                    break
+                if changed:
+                    break
+
+    def _note(self, ga: _Group, gb: _Group, reason: str) -> None:
+        names = tuple(sorted(ga.members + gb.members))
+        self.notes.append(Refusal(names, reason))
+
+    def ordered_groups(self) -> list[_Group]:
+        g = self._graph()
+        order = list(nx.lexicographical_topological_sort(g, key=lambda n: min(self.groups[n].members)))
+        return [self.groups[i] for i in order]
+
+    def barrier_flags(self, lane: list[int]) -> tuple[bool, ...]:
+        flags = []
+        for pos, idx in enumerate(lane):
+            earlier = set(lane[:pos])
+            flags.append(any(d.dst == idx and d.src in earlier and d.width == "block" for d in self.deps))
+        return tuple(flags)
+
+
+def build_schedule(model: ProgramModel, uar: UAR, source: str, arrangement: str = "auto") -> Schedule:
+    """Group the launches of ``model`` (see the module docstring)."""
+    if arrangement not in ARRANGEMENTS:
+        raise ValueError(f"unknown arrangement {arrangement!r}; choose one of {', '.join(ARRANGEMENTS)}")
+    regions, refusals = find_regions(model, source)
+    schedule = Schedule(regions=regions, refusals=list(refusals))
+    for region in regions:
+        rs = _RegionScheduler(model, uar, region, arrangement)
+        if arrangement in ("auto", "vertical"):
+            rs.merge_vertical()
+        if arrangement in ("auto", "horizontal"):
+            rs.merge_horizontal()
+        for grp in rs.ordered_groups():
+            lanes = tuple(Lane(tuple(lane), rs.barrier_flags(lane)) for lane in grp.lanes)
+            schedule.groups.append(FusionGroup(len(schedule.groups), region.id, lanes))
+        fused = {m for g in schedule.groups for m in g.launches if len(g.launches) > 1}
+        for note in rs.notes:
+            if not all(m in fused and schedule.group_of(m) is schedule.group_of(note.launches[0])
+                       for m in note.launches):
+                schedule.refusals.append(note)
+    # a launch that stays alone because of a dependence is explained by the notes above
+    return schedule

@@ -1,0 +1,120 @@
+"""The optimization pipeline, listed in one place.
+
+Each stage is a named step over a shared state; ``sirius optimize
+--print-after NAME`` dumps the state after that stage. The order matters:
+the UAR needs the program model, the schedule needs the UAR, code
+generation needs the schedule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from sirius.analysis.frontend import CompileJob
+from sirius.analysis.program_model import ProgramModel, analyze_program, launch_count
+from sirius.analysis.uar import UAR, build_uar
+from sirius.fusion.codegen import FusedKernel, generate
+from sirius.fusion.schedule import Schedule, build_schedule
+
+
+@dataclass
+class OptimizeState:
+    job: CompileJob
+    entry: str = "main"
+    arrangement: str = "auto"
+    source: str = ""
+    model: ProgramModel | None = None
+    uar: UAR | None = None
+    schedule: Schedule | None = None
+    output: str = ""
+    fused: list[FusedKernel] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    run: Callable[[OptimizeState], None]
+    summary: str
+
+
+def _analyze(st: OptimizeState) -> None:
+    st.source = st.job.path.read_text()
+    st.model = analyze_program(st.job, entry=st.entry)
+
+
+def _uar(st: OptimizeState) -> None:
+    st.uar = build_uar(st.model)
+
+
+def _schedule(st: OptimizeState) -> None:
+    st.schedule = build_schedule(st.model, st.uar, st.source, st.arrangement)
+
+
+def _codegen(st: OptimizeState) -> None:
+    st.output, st.fused = generate(st.model, st.schedule, st.source)
+
+
+PIPELINE: tuple[Stage, ...] = (
+    Stage("analyze", _analyze, "compile to IR, model kernels and host statements"),
+    Stage("uar", _uar, "dependences between statement instances, with widths"),
+    Stage("schedule", _schedule, "group launches: vertical (P1) then horizontal (P3), never across global"),
+    Stage("codegen", _codegen, "fragments, fused kernels, rewritten launch regions"),
+)
+
+
+def stage_names() -> list[str]:
+    return [s.name for s in PIPELINE]
+
+
+def run_pipeline(state: OptimizeState, print_after: str | None = None,
+                 dump: Callable[[str, OptimizeState], None] | None = None) -> OptimizeState:
+    for stage in PIPELINE:
+        stage.run(state)
+        if print_after == stage.name and dump is not None:
+            dump(stage.name, state)
+    return state
+
+
+def report(state: OptimizeState) -> dict[str, Any]:
+    """What the optimizer did, in the shape ``--report`` writes."""
+    import islpy as isl
+
+    model, sched = state.model, state.schedule
+    insts = {i.statement.index: i for i in model.launches}
+
+    def per_run(idx: int) -> int | None:
+        s = insts[idx].statement
+        if not s.loops:
+            return 1
+        if s.domain is None or not s.domain.is_affine():
+            return None
+        dom = isl.Set(f"{{ [{', '.join(s.loops)}] : {s.domain.to_isl()} }}")
+        return dom.count_val().to_python() if dom.is_bounded() else None
+
+    grouped = {i for g in sched.groups for i in g.launches}
+    after_counts = [per_run(g.launches[0]) for g in sched.groups]
+    after_counts += [per_run(i) for i in insts if i not in grouped]
+    after = None if any(c is None for c in after_counts) else sum(after_counts)
+    kernels_after = {fk.name for fk in state.fused}
+    kernels_after |= {insts[g.launches[0]].kernel.name for g in sched.groups if len(g.launches) == 1}
+    kernels_after |= {insts[i].kernel.name for i in insts if i not in grouped}
+    return {
+        "program": str(state.job.path),
+        "arrangement": state.arrangement,
+        "launches_before": launch_count(model),
+        "launches_after": after,
+        "launch_statements_before": len(insts),
+        "launch_statements_after": len(sched.groups) + len([i for i in insts if i not in grouped]),
+        "kernels_before": len({i.kernel.name for i in model.launches}),
+        "kernels_after": len(kernels_after),
+        "groups": [{
+            "id": g.id, "kernel": next((fk.name for fk in state.fused if fk.group.id == g.id), None),
+            "arrangement": g.arrangement, "barriers_inserted": g.barriers,
+            "lanes": [[{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].statement.line}
+                       for i in lane.launches] for lane in g.lanes],
+        } for g in sched.groups if len(g.launches) > 1],
+        "refused": [{"launches": [{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].statement.line}
+                                  for i in r.launches if i in insts], "reason": r.reason}
+                    for r in sched.refusals],
+    }
