@@ -180,7 +180,11 @@ struct Context {
 };
 static void fiber_main();
 static void ctx_init(Context* c, char* stack, size_t size) {
-  uintptr_t top = ((uintptr_t)stack + size) & ~(uintptr_t)15;
+  // Stacks lie a multiple of the page size apart; shifting each top by a
+  // different number of cache lines keeps the fibers' frames from all mapping
+  // to the same cache sets.
+  uintptr_t color = (((uintptr_t)stack >> 12) * 64) & 4095;
+  uintptr_t top = ((uintptr_t)stack + size - color) & ~(uintptr_t)15;
   uint64_t* p = (uint64_t*)top;
   *--p = 0;                        // return address of fiber_main: none
   *--p = (uint64_t)&fiber_main;    // where the first switch "returns"
@@ -219,7 +223,13 @@ struct Worker {
   std::vector<Warp> warps;
   std::vector<int> queue;
   size_t qhead = 0, qtail = 0;
-  int nthreads = 0, live = 0, bar_waiting = 0;
+  int nthreads = 0, live = 0;
+  // the barrier being gathered: arrivals, sum of predicates, first site
+  int bar_waiting = 0, bar_count = 0, bar_line = 0;
+  const char* bar_file = nullptr;
+  bool bar_divergent = false;
+  std::vector<int> order;  // live threads in the order the block runs them
+  bool order_dirty = false;
   bool descending = false;
   unsigned poison = 0;
   unsigned long long block = 0, serial = 0;
@@ -348,28 +358,25 @@ static std::string waiting_summary(Worker& w, int state) {
   return r;
 }
 
+// All live threads wait at a barrier: check they wait at the same one and
+// let them go, in the block's order.
 static void release_barrier(Worker& w) {
-  Fiber* first = nullptr;
-  int count = 0, waiting = 0;
-  for (int i = 0; i < w.nthreads; ++i) {
-    Fiber& f = w.fibers[i];
-    if (f.state != kWaitBarrier) continue;
-    ++waiting;
-    count += f.pred;
-    if (!first)
-      first = &f;
-    else if (f.line != first->line || strcmp(f.file, first->file) != 0)
-      first = nullptr, i = w.nthreads;  // divergent: report below
-  }
-  if (!first) {
+  if (w.bar_divergent) {
     fatal("divergent __syncthreads() in kernel '%s' (%s): the threads of the block wait at "
           "different barriers: %s",
           w.launch->name, block_text(w).c_str(), waiting_summary(w, kWaitBarrier).c_str());
   }
-  for (int k = 0; k < w.nthreads; ++k) {
-    int i = w.descending ? w.nthreads - 1 - k : k;
+  if (w.order_dirty) {
+    // drop finished threads from the block's order
+    size_t k = 0;
+    for (int i : w.order)
+      if (w.fibers[i].state != kDone) w.order[k++] = i;
+    w.order.resize(k);
+    w.order_dirty = false;
+  }
+  int count = w.bar_count, waiting = w.bar_waiting;
+  for (int i : w.order) {
     Fiber& f = w.fibers[i];
-    if (f.state != kWaitBarrier) continue;
     switch (f.op) {
       case kBarrierCount: f.pred = count; break;
       case kBarrierAnd: f.pred = count == waiting; break;
@@ -380,6 +387,33 @@ static void release_barrier(Worker& w) {
     push(w, i);
   }
   w.bar_waiting = 0;
+  w.bar_count = 0;
+  w.bar_divergent = false;
+}
+
+static void start_fiber(Worker& w, Fiber& f) {
+  f.stack = get_stack(w);
+  ctx_init(&f.ctx, f.stack, stack_size());
+}
+
+// Suspends the running fiber `f` (already marked as waiting) and runs the next
+// ready one directly, or returns to the scheduler when none is ready.
+static void suspend(Worker& w, Fiber* f) {
+  int next;
+  if (pop(w, &next)) {
+    Fiber* g = &w.fibers[next];
+    if (g == f) {  // released by its own arrival and first in line
+      f->state = kRunning;
+      return;
+    }
+    if (g->state == kNew) start_fiber(w, *g);
+    g->state = kRunning;
+    w.cur = g;
+    threadIdx = g->tid;
+    ctx_switch(&f->ctx, &g->ctx);
+  } else {
+    ctx_switch(&f->ctx, &w.sched);
+  }
 }
 
 int block_sync(int op, int pred, const char* file, int line) {
@@ -391,8 +425,16 @@ int block_sync(int op, int pred, const char* file, int line) {
   f->pred = pred;
   f->file = file;
   f->line = line;
+  if (w->bar_waiting == 0) {
+    w->bar_file = file;
+    w->bar_line = line;
+  } else if (line != w->bar_line ||
+             (file != w->bar_file && strcmp(file, w->bar_file) != 0)) {
+    w->bar_divergent = true;
+  }
+  w->bar_count += pred;
   if (++w->bar_waiting == w->live) release_barrier(*w);
-  ctx_switch(&f->ctx, &w->sched);
+  suspend(*w, f);
   return f->pred;
 }
 
@@ -545,7 +587,7 @@ int warp_sync(int op, unsigned mask, void* data, int size, int arg, int width, c
   if (size) std::memcpy(f->val, data, (size_t)size);
   w->warps[f->warp].arrived |= bit;
   try_complete_warp(*w, f->warp, f->mask);
-  ctx_switch(&f->ctx, &w->sched);
+  suspend(*w, f);
   if (size) std::memcpy(data, f->val, (size_t)size);
   return f->pred;
 }
@@ -568,6 +610,7 @@ static void thread_finished(Worker& w, Fiber& f) {
   w.free_stacks.push_back(f.stack);
   f.stack = nullptr;
   --w.live;
+  w.order_dirty = true;
   Warp& wp = w.warps[f.warp];
   wp.live &= ~(1u << f.lane);
   if (w.bar_waiting && w.bar_waiting == w.live) release_barrier(w);
@@ -622,23 +665,29 @@ static void run_block(Worker& w, LaunchBase& L, unsigned long long b) {
     w.warps[k].live = lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1u);
     w.warps[k].arrived = 0;
   }
-  for (int k = 0; k < n; ++k) push(w, w.descending ? n - 1 - k : k);
+  w.order.resize((size_t)n);
+  for (int k = 0; k < n; ++k) {
+    w.order[k] = w.descending ? n - 1 - k : k;
+    push(w, w.order[k]);
+  }
+  w.order_dirty = false;
   w.live = n;
   w.bar_waiting = 0;
+  w.bar_count = 0;
+  w.bar_divergent = false;
 
   int i;
   while (pop(w, &i)) {
     Fiber& f = w.fibers[i];
-    if (f.state == kNew) {
-      f.stack = get_stack(w);
-      ctx_init(&f.ctx, f.stack, stack_size());
-    }
+    if (f.state == kNew) start_fiber(w, f);
     f.state = kRunning;
     w.cur = &f;
     threadIdx = f.tid;
     ctx_switch(&w.sched, &f.ctx);
+    // Back here when a fiber finished, or waits and no other is ready.
+    Fiber* g = w.cur;
     w.cur = nullptr;
-    if (f.state == kDone) thread_finished(w, f);
+    if (g->state == kDone) thread_finished(w, *g);
   }
   if (w.live > 0) {
     std::string where = waiting_summary(w, kWaitWarp);
@@ -664,7 +713,7 @@ struct Pool {
   std::mutex out_mutex;
   std::vector<std::pair<unsigned long long, std::string>> outputs;
 };
-static Pool g_pool;
+static Pool& g_pool = *new Pool();  // never destroyed: pool threads outlive main()
 
 static void run_blocks(LaunchBase* L) {
   Worker* w = worker();

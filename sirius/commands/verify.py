@@ -1,0 +1,91 @@
+"""Run an original and an optimized CUDA program on identical inputs and compare.
+
+Both programs are built with the same flags and run with the same arguments
+(after ``--``) on the chosen backend. Every buffer each copies back to the host
+(cudaMemcpy/cudaMemcpyAsync device-to-host, cudaMemcpy2D, cudaMemcpyFromSymbol)
+is paired by order with the other's and compared element-wise, bit-exact
+unless ``--rtol``/``--atol`` are given; so are the printed output (numbers
+within the same tolerance, timing lines ignored) and the exit statuses. A
+table gives, per buffer, the largest absolute and relative difference.
+
+Exit status: 0 when everything agrees; 1 when something differs (naming the
+buffer, the first differing index and both values) or the optimized program
+fails at run time (e.g. a divergent barrier); 2 when a program cannot be
+built, the original fails, or ``--backend gpu`` finds no GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from sirius.backend import compare, cpu
+from sirius.commands.run import add_backend_arguments, add_rest_argument, build, split_rest
+from sirius.errors import SiriusError
+
+HELP = "run an original and an optimized program on the same inputs and compare their results"
+
+
+def _add_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--rtol", type=float, default=0.0,
+                        help="relative tolerance (default 0: bit-exact)")
+    parser.add_argument("--atol", type=float, default=0.0,
+                        help="absolute tolerance (default 0: bit-exact)")
+    parser.add_argument("--ignore-output", action="store_true",
+                        help="do not compare what the programs print")
+    add_backend_arguments(parser)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("original", help="the original CUDA program (.cu)")
+    parser.add_argument("optimized", help="the optimized CUDA program (.cu)")
+    _add_options(parser)
+    add_rest_argument(parser)
+
+
+def _tail(text: str, lines: int = 15) -> str:
+    rows = text.rstrip().splitlines()
+    return "\n".join("  " + r for r in rows[-lines:])
+
+
+def execute(args: argparse.Namespace) -> int:
+    prog_args = split_rest(args, _add_options, "sirius verify")
+    if args.rtol < 0 or args.atol < 0:
+        raise SiriusError("error: --rtol and --atol must not be negative")
+    if args.threads is not None and args.threads < 1:
+        raise SiriusError("error: --threads must be at least 1")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        jobs = [pool.submit(build, path, args) for path in (args.original, args.optimized)]
+        built = [job.result() for job in jobs]
+    results = []
+    with tempfile.TemporaryDirectory(prefix="sirius-verify-") as tmp:
+        for k, b in enumerate(built):
+            dump = Path(tmp) / f"copies-{k}.bin"
+            r = cpu.run_program(b.binary, prog_args, capture=True, timeout=args.timeout,
+                                threads=args.threads, dump=dump)
+            r.extra["copies"] = compare.read_dump(dump) if not r.timed_out else []
+            results.append(r)
+    orig, opt = results
+    print(f"verify: {args.original} (original) vs {args.optimized} (optimized), "
+          f"{args.backend} backend")
+    if orig.failed:
+        raise SiriusError(f"error: the original program failed: {orig.failure_text()}\n"
+                          + _tail(orig.stderr))
+    if opt.failed:
+        print(f"the optimized program failed: {opt.failure_text()}")
+        if opt.stderr.strip():
+            print(_tail(opt.stderr))
+        print("result: DIFFERENT")
+        return 1
+    report = compare.compare_runs(
+        orig.extra["copies"], opt.extra["copies"],
+        stdout_original=None if args.ignore_output else orig.stdout,
+        stdout_optimized=None if args.ignore_output else opt.stdout,
+        status_original=orig.returncode, status_optimized=opt.returncode,
+        rtol=args.rtol, atol=args.atol)
+    print(report.render())
+    sys.stdout.flush()
+    return 0 if report.ok else 1

@@ -1,0 +1,130 @@
+// Sirius CPU backend: the block- and warp-level part of cooperative groups
+// (thread_block, tiled_partition<N>, coalesced_threads). Grid groups are
+// refused before compilation (cooperative grid sync is unsupported).
+#pragma once
+#pragma GCC system_header
+
+#include "sirius_cpu.h"
+
+namespace cooperative_groups {
+
+inline unsigned __sirius_linear_tid() {
+  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+
+class thread_block {
+ public:
+  void sync(const char* file = __builtin_FILE(), int line = __builtin_LINE()) const {
+    ::__sirius::block_sync(::__sirius::kBarrier, 1, file, line);
+  }
+  unsigned thread_rank() const { return __sirius_linear_tid(); }
+  unsigned size() const { return blockDim.x * blockDim.y * blockDim.z; }
+  unsigned num_threads() const { return size(); }
+  dim3 group_index() const { return dim3(blockIdx); }
+  dim3 thread_index() const { return dim3(threadIdx); }
+  dim3 group_dim() const { return blockDim; }
+  dim3 dim_threads() const { return blockDim; }
+};
+
+inline thread_block this_thread_block() { return thread_block(); }
+
+template <unsigned N> class thread_block_tile {
+  static_assert(N >= 1 && N <= 32 && (N & (N - 1)) == 0,
+                "tiled_partition<N>: N must be a power of two up to 32");
+  static unsigned base() { return (__sirius_linear_tid() % 32) / N * N; }
+
+ public:
+  static unsigned lanes_mask() {
+    return N == 32 ? 0xffffffffu : (((1u << N) - 1u) << base());
+  }
+  void sync(const char* file = __builtin_FILE(), int line = __builtin_LINE()) const {
+    ::__sirius::warp_sync(::__sirius::kSyncWarp, lanes_mask(), nullptr, 0, 0, 32, file, line);
+  }
+  unsigned thread_rank() const { return __sirius_linear_tid() % N; }
+  unsigned size() const { return N; }
+  unsigned num_threads() const { return N; }
+  unsigned meta_group_rank() const { return __sirius_linear_tid() / N; }
+  unsigned meta_group_size() const { return (blockDim.x * blockDim.y * blockDim.z + N - 1) / N; }
+  template <class T>
+  T shfl(T v, int src, const char* file = __builtin_FILE(), int line = __builtin_LINE()) const {
+    return __shfl_sync(lanes_mask(), v, src, (int)N, file, line);
+  }
+  template <class T>
+  T shfl_down(T v, unsigned d, const char* file = __builtin_FILE(),
+              int line = __builtin_LINE()) const {
+    return __shfl_down_sync(lanes_mask(), v, d, (int)N, file, line);
+  }
+  template <class T>
+  T shfl_up(T v, unsigned d, const char* file = __builtin_FILE(),
+            int line = __builtin_LINE()) const {
+    return __shfl_up_sync(lanes_mask(), v, d, (int)N, file, line);
+  }
+  template <class T>
+  T shfl_xor(T v, unsigned m, const char* file = __builtin_FILE(),
+             int line = __builtin_LINE()) const {
+    return __shfl_xor_sync(lanes_mask(), v, (int)m, (int)N, file, line);
+  }
+  int any(int p, const char* file = __builtin_FILE(), int line = __builtin_LINE()) const {
+    return __any_sync(lanes_mask(), p, file, line);
+  }
+  int all(int p, const char* file = __builtin_FILE(), int line = __builtin_LINE()) const {
+    return __all_sync(lanes_mask(), p, file, line);
+  }
+  unsigned ballot(int p, const char* file = __builtin_FILE(), int line = __builtin_LINE()) const {
+    return __ballot_sync(lanes_mask(), p, file, line) >> base();
+  }
+};
+
+template <unsigned N, class Parent> inline thread_block_tile<N> tiled_partition(const Parent&) {
+  return thread_block_tile<N>();
+}
+
+class coalesced_group {
+  unsigned mask_;
+
+ public:
+  explicit coalesced_group(unsigned m) : mask_(m) {}
+  unsigned size() const { return (unsigned)__builtin_popcount(mask_); }
+  unsigned num_threads() const { return size(); }
+  unsigned thread_rank() const {
+    unsigned lane = __sirius_linear_tid() % 32;
+    return (unsigned)__builtin_popcount(mask_ & ((1u << lane) - 1u));
+  }
+  void sync(const char* file = __builtin_FILE(), int line = __builtin_LINE()) const {
+    ::__sirius::warp_sync(::__sirius::kSyncWarp, mask_, nullptr, 0, 0, 32, file, line);
+  }
+};
+inline coalesced_group coalesced_threads() { return coalesced_group(__activemask()); }
+
+template <class G> inline void sync(const G& g, const char* file = __builtin_FILE(),
+                                    int line = __builtin_LINE()) {
+  g.sync(file, line);
+}
+
+template <class T> struct plus {
+  T operator()(const T& a, const T& b) const { return a + b; }
+};
+template <class T> struct less {
+  T operator()(const T& a, const T& b) const { return a < b ? a : b; }
+};
+template <class T> struct greater {
+  T operator()(const T& a, const T& b) const { return a > b ? a : b; }
+};
+template <class T> struct bit_and {
+  T operator()(const T& a, const T& b) const { return a & b; }
+};
+template <class T> struct bit_or {
+  T operator()(const T& a, const T& b) const { return a | b; }
+};
+template <class T> struct bit_xor {
+  T operator()(const T& a, const T& b) const { return a ^ b; }
+};
+
+// Butterfly reduction over a tile (what cooperative_groups/reduce.h provides).
+template <unsigned N, class T, class Op>
+inline T reduce(const thread_block_tile<N>& g, T v, Op op) {
+  for (unsigned o = N / 2; o > 0; o /= 2) v = op(v, g.shfl_xor(v, o));
+  return v;
+}
+
+}  // namespace cooperative_groups
