@@ -76,6 +76,14 @@ def run_pipeline(state: OptimizeState, print_after: str | None = None,
     return state
 
 
+def rearrange(state: OptimizeState, arrangement: str) -> OptimizeState:
+    """The same analysis scheduled with another arrangement (reruns schedule and codegen)."""
+    other = OptimizeState(state.job, state.entry, arrangement, state.source, state.model, state.uar)
+    _schedule(other)
+    _codegen(other)
+    return other
+
+
 def report(state: OptimizeState) -> dict[str, Any]:
     """What the optimizer did, in the shape ``--report`` writes."""
     import islpy as isl

@@ -1,0 +1,111 @@
+"""End to end on the corpus: optimize in every arrangement, check the launch
+counts and refusals, compile the result with nvcc, and run original and
+optimized programs on the CPU backend with `sirius verify` (bit-exact)."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sirius.analysis.frontend import CompileJob
+from sirius.config import CompileFlags, resolve_toolchain
+from sirius.pipeline import OptimizeState, rearrange, report, run_pipeline
+
+pytestmark = pytest.mark.toolchain
+
+ROOT = Path(__file__).resolve().parents[2]
+SIRIUS = str(Path(sys.executable).parent / "sirius")
+
+# program -> (small-size defines, launches before, launches after with auto); programs whose size
+# macro is a bare N run at their default size (-DN=... would also rename clang's template parameters)
+EXPECTED = {
+    "elementwise_chain.cu": ((), 4, 1),
+    "softmax.cu": (("ROWS=16", "COLS=300"), 4, 1),
+    "independent_pair.cu": ((), 2, 1),
+    "aliasing.cu": ((), 3, 1),
+    "lstm.cu": (("STEPS=4", "CELLS=3", "HIDDEN=64"), 4 * 3 * 9, 4 * 3),
+    "bert_qkv.cu": (("SEQ=32", "HIDDEN=64", "HEADS=2"), 9, 3),
+    "dependent_pair.cu": ((), 2, 2),
+    "gather.cu": ((), 2, 2),
+    "early_exit.cu": ((), 2, 2),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def optimized(name: str) -> dict[str, OptimizeState]:
+    defines = EXPECTED[name][0]
+    job = CompileJob(ROOT / "cuda_inputs" / name, CompileFlags(defines=defines), resolve_toolchain())
+    auto = run_pipeline(OptimizeState(job))
+    return {"auto": auto, "vertical": rearrange(auto, "vertical"), "horizontal": rearrange(auto, "horizontal")}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_launch_counts(name):
+    _, before, after = EXPECTED[name]
+    rep = report(optimized(name)["auto"])
+    assert rep["launches_before"] == before
+    assert rep["launches_after"] == after
+
+
+def test_refusals_name_their_reason():
+    reasons = {n: [r["reason"] for r in report(optimized(n)["auto"])["refused"]]
+               for n in ("dependent_pair.cu", "gather.cu", "early_exit.cu")}
+    assert any("global dependence on dy" in r for r in reasons["dependent_pair.cu"])
+    assert any("global dependence on dy" in r for r in reasons["gather.cu"])
+    assert any("returns early" in r and "barrier" in r for r in reasons["early_exit.cu"])
+
+
+def test_lstm_cell_is_one_vertical_launch():
+    rep = report(optimized("lstm.cu")["auto"])
+    (group,) = rep["groups"]
+    assert group["arrangement"] == "vertical"
+    assert [m["kernel"] for m in group["lanes"][0]] == ["gemv"] * 8 + ["solve"]
+
+
+def test_softmax_gets_barriers_for_block_level_edges():
+    rep = report(optimized("softmax.cu")["auto"])
+    (group,) = rep["groups"]
+    assert group["barriers_inserted"] == 2  # row max -> exp, row sum -> normalize
+
+
+def _distinct_outputs(name: str) -> list[tuple[str, str]]:
+    seen, out = set(), []
+    for arrangement, st in optimized(name).items():
+        if st.output not in seen:
+            seen.add(st.output)
+            out.append((arrangement, st.output))
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_every_arrangement_verifies_on_cpu_backend(name, tmp_path):
+    defines = [f"-D{d}" for d in EXPECTED[name][0]]
+    original = ROOT / "cuda_inputs" / name
+    for arrangement, text in _distinct_outputs(name):
+        out = tmp_path / f"{arrangement}_{name}"
+        out.write_text(text)
+        proc = subprocess.run([SIRIUS, "verify", str(original), str(out), "--backend", "cpu", *defines],
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, f"{arrangement}:\n{proc.stdout}\n{proc.stderr}"
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_every_arrangement_compiles_with_nvcc_and_clang(name, tmp_path):
+    defines = [f"-D{d}" for d in EXPECTED[name][0]]
+    tc = resolve_toolchain()
+    for arrangement, text in _distinct_outputs(name):
+        out = tmp_path / f"{arrangement}_{name}"
+        out.write_text(text)
+        nv = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(out), "-o", str(tmp_path / "o.o"), *defines],
+                            capture_output=True, text=True)
+        assert nv.returncode == 0, f"{arrangement}: {nv.stderr}"
+        cl = subprocess.run([tc.clang, "-x", "cuda", f"--cuda-path={tc.cuda_path}", "--cuda-gpu-arch=sm_90",
+                             "-Wno-unknown-cuda-version", *[f"-isystem{d}" for d in tc.extra_include_dirs],
+                             "-c", str(out), "-o", str(tmp_path / "c.o"), *defines], capture_output=True, text=True)
+        assert cl.returncode == 0, f"{arrangement}: {cl.stderr}"
