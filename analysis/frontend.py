@@ -12,9 +12,12 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, TypeVar
 
 from sirius.config import CompileFlags, Toolchain
 from sirius.errors import InputError, SiriusError
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -50,27 +53,46 @@ class CompiledProgram:
     host_ir: str
 
 
-def _run_clang(job: CompileJob, side: str) -> str:
+def _start_clang(job: CompileJob, side: str) -> subprocess.Popen:
     cmd = job.clang_command(side)
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     except OSError as err:
         raise SiriusError(f"error: cannot run {cmd[0]}: {err}") from None
+
+
+def _finish_clang(job: CompileJob, side: str, proc: subprocess.Popen) -> str:
+    out, err = proc.communicate()
     if proc.returncode != 0:
-        diags = "\n".join(ln for ln in proc.stderr.splitlines()
+        diags = "\n".join(ln for ln in err.splitlines()
                           if "CUDA version" not in ln and "-Wunknown-cuda-version" not in ln)
         raise InputError(f"error: {job.path} does not compile ({side} side):\n{diags.strip()}")
-    return proc.stdout
+    return out
 
 
-def compile_program(job: CompileJob) -> CompiledProgram:
-    """Compile ``job.path`` to device and host IR; raise a user-facing error on failure."""
+def compile_program(job: CompileJob, while_compiling: Callable[[], T] | None = None
+                    ) -> tuple[CompiledProgram, T | None]:
+    """Compile ``job.path`` to device and host IR; raise a user-facing error on failure.
+
+    The two clang processes run in parallel, and ``while_compiling`` (the
+    libclang index, say) runs meanwhile; its result is returned beside the IR.
+    """
     path = job.path
     if not path.exists():
         raise InputError(f"error: no such file: {path}")
     if not path.is_file():
         raise InputError(f"error: not a file: {path}")
     source = path.read_text(errors="replace")
-    device_ir = _run_clang(job, "device")
-    host_ir = _run_clang(job, "host")
-    return CompiledProgram(job, source, device_ir, host_ir)
+    device = _start_clang(job, "device")
+    host = _start_clang(job, "host")
+    try:
+        extra = while_compiling() if while_compiling is not None else None
+    except BaseException:
+        device.kill()
+        host.kill()
+        device.communicate()
+        host.communicate()
+        raise
+    device_ir = _finish_clang(job, "device", device)
+    host_ir = _finish_clang(job, "host", host)
+    return CompiledProgram(job, source, device_ir, host_ir), extra

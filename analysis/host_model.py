@@ -246,14 +246,27 @@ class _HostModelBuilder:
                     if id(slot) in self.ev.slot_alloc:
                         self.ev.reassigned.add(id(slot))  # one slot, several allocations
                     self.ev.slot_alloc[id(slot)] = aid
+        malloc_of_slot = {id(ins.operands[0]): ins for ins in self.func.instructions()
+                          if ins.callee in _ALLOC_CALLS and ins.operands}
         for ins in self.func.instructions():
             if ins.opcode == "store" and id(ins.operands[1]) in self.ev.slot_alloc:
-                self.ev.reassigned.add(id(ins.operands[1]))
+                if not self._runs_before(ins, malloc_of_slot.get(id(ins.operands[1]))):
+                    self.ev.reassigned.add(id(ins.operands[1]))  # e.g. a pointer swap
             if ins.opcode == "call" and ins.callee not in _ALLOC_CALLS and ins.callee is not None \
                     and not ins.callee.startswith("llvm.lifetime"):
                 for op in ins.operands[:-1]:
                     if id(op) in self.ev.slot_alloc:
                         self.ev.reassigned.add(id(op))  # slot address escapes into a call
+
+    def _runs_before(self, first: Instr, later: Instr | None) -> bool:
+        """``first`` executes before ``later`` on every path (``float* p = nullptr; cudaMalloc(&p…)``)."""
+        if later is None:
+            return False
+        if first.block is later.block:
+            return first.block.instrs.index(first) < later.block.instrs.index(later)
+        from sirius.analysis.cfg import dominates
+        in_loop = any(first.block in lp.blocks for lp in self.ev.loops)
+        return not in_loop and dominates(self.ev.idom, first.block, later.block)
 
     def _resolve(self, v: Value) -> ArgValue:
         r = self.ev.value(v)

@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass, field
 
 from sirius.analysis.evaluate import Formula, conjunction
-from sirius.analysis.frontend import CompileJob, CompiledProgram, compile_program
+from sirius.analysis.frontend import CompileJob, compile_program
 from sirius.analysis.host_model import ArgValue, HostModel, HostStatement, build_host_model
 from sirius.analysis.ir import parse_module
 from sirius.analysis.kernel_model import (BLOCK_SYMBOLS, THREAD_SYMBOLS, Access, KernelModel, Param,
@@ -205,8 +205,7 @@ def _instance(stmt: HostStatement, kernel: KernelModel, site: LaunchSite | None)
 
 def analyze_program(job: CompileJob, entry: str = "main") -> ProgramModel:
     """Compile, index and model the program of ``job`` (frontend to launch instances)."""
-    compiled: CompiledProgram = compile_program(job)
-    source = build_source_index(job)
+    compiled, source = compile_program(job, lambda: build_source_index(job))
     device = parse_module(compiled.device_ir)
     host = parse_module(compiled.host_ir)
     demangle = demangler()

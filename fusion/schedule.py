@@ -311,10 +311,22 @@ class _RegionScheduler:
         return [self.groups[i] for i in order]
 
     def barrier_flags(self, lane: list[int]) -> tuple[bool, ...]:
+        """Where a lane needs ``__syncthreads()``: before a fragment with a block-level
+        dependence on an earlier one, and before a fragment whose kernel already ran
+        since the last barrier with static shared memory (one fragment function, one
+        set of ``__shared__`` arrays per block: the second run would overwrite what
+        slower threads of the first still read)."""
         flags = []
+        since_barrier: set[str] = set()
         for pos, idx in enumerate(lane):
             earlier = set(lane[:pos])
-            flags.append(any(d.dst == idx and d.src in earlier and d.width == "block" for d in self.deps))
+            kernel = self.inst[idx].kernel
+            needs = any(d.dst == idx and d.src in earlier and d.width == "block" for d in self.deps)
+            needs = needs or (kernel.mangled in since_barrier and any(not s.dynamic for s in kernel.shared))
+            if needs:
+                since_barrier.clear()
+            since_barrier.add(kernel.mangled)
+            flags.append(needs)
         return tuple(flags)
 
 
