@@ -24,11 +24,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+import islpy as isl
 import networkx as nx
 
 from sirius.analysis.host_model import HostStatement
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
-from sirius.analysis.uar import UAR
+from sirius.analysis.program_model import instance_maps
+from sirius.analysis.uar import UAR, Dependence, is_mapping_kernel
+
+SIX = ("bx", "by", "bz", "tx", "ty", "tz")
 
 ARRANGEMENTS = ("auto", "vertical", "horizontal")
 MAX_BLOCK_THREADS = 1024
@@ -37,10 +41,16 @@ STATIC_SHARED_LIMIT = 48 * 1024
 
 @dataclass(frozen=True)
 class Lane:
-    """Fragments one block runs in order; ``barrier_before[i]`` separates fragment i from i-1."""
+    """Fragments one block runs in order; ``barrier_before[i]`` separates fragment i from i-1.
+
+    ``reindex[i]``, when set, is an isl map from the lane's first launch's
+    (block, thread) coordinates to the instance of fragment i that such a
+    thread runs (a mapping kernel re-indexed onto the first launch's shape).
+    """
 
     launches: tuple[int, ...]  # statement indices
     barrier_before: tuple[bool, ...]
+    reindex: tuple[str | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -157,6 +167,8 @@ def find_regions(model: ProgramModel, source: str) -> tuple[list[Region], list[R
 @dataclass
 class _Group:
     lanes: list[list[int]]
+    reindex: dict[int, isl.Map] = field(default_factory=dict)  # member -> (anchor -> member instance)
+    barrier_for: set[int] = field(default_factory=set)  # re-indexed members needing a barrier before
 
     @property
     def members(self) -> list[int]:
@@ -233,6 +245,72 @@ class _RegionScheduler:
             return "more than one fragment uses dynamic shared memory"
         return None
 
+    # -------------------------------------------------------- re-indexing
+    def _thread_relation(self, d: Dependence) -> isl.Map:
+        """The dependence between (block, thread) coordinates in one host iteration."""
+        rel = isl.Map(d.relation)
+        n = len(self.region.loops)
+        for k in range(n):
+            rel = rel.equate(isl.dim_type.in_, k, isl.dim_type.out, k)
+        rel = rel.project_out(isl.dim_type.in_, 0, n).project_out(isl.dim_type.out, 0, n)
+        return rel.reset_tuple_id(isl.dim_type.in_).reset_tuple_id(isl.dim_type.out)
+
+    def _active(self, idx: int) -> isl.Set:
+        inst = self.inst[idx]
+        dom = None
+        for m in instance_maps(inst.statement, inst.kernel, inst.bindings, dims=list(SIX)):
+            d = isl.Map(m.isl).domain()
+            d = d.project_out(isl.dim_type.set, 6, d.dim(isl.dim_type.set) - 6).reset_tuple_id()
+            d = d.project_out(isl.dim_type.param, 0, d.dim(isl.dim_type.param)) if d.dim(isl.dim_type.param) else d
+            dom = d if dom is None else dom.union(d)
+        return dom
+
+    def _try_reindex(self, ga: _Group, gb: _Group):
+        """(sigma, needs barrier) to run ``gb``'s one launch re-indexed at the end of
+        ``ga``'s lane, or a reason why not, or None when it does not apply."""
+        if len(ga.lanes) != 1 or len(gb.members) != 1 or len(ga.members) == 0:
+            return None
+        m, lane = gb.members[0], ga.lanes[0]
+        anchor = lane[0]
+        if self._lane_config(lane) is None or self._lane_config([m]) is None:
+            return None
+        if not is_mapping_kernel(self.inst[m].kernel):
+            return None
+        if any(d.src == m and d.dst in lane for d in self.deps):
+            return "the launch would have to run before a fragment it feeds"
+        to_anchor = [d for d in self.deps if d.src == anchor and d.dst == m]
+        if not to_anchor:
+            return None
+        sigma = None
+        for d in to_anchor:
+            r = self._thread_relation(d)
+            sigma = r if sigma is None else sigma.union(r)
+        if sigma.dim(isl.dim_type.param):
+            return "re-indexing needs constant sizes"
+        if not (sigma.is_single_valued() and sigma.is_injective()):
+            return "re-indexing is not one-to-one"
+        active = self._active(m)
+        if active is None or not active.is_subset(sigma.range()):
+            return "some threads of the re-indexed launch have no producer thread to run on"
+        needs_barrier = False
+        identity = isl.Map("{ [a0, a1, a2, a3, a4, a5] -> [a0, a1, a2, a3, a4, a5] }")
+        same_block = isl.Map("{ [a0, a1, a2, a3, a4, a5] -> [a0, a1, a2, b3, b4, b5] }")
+        for i in lane:
+            for d in self.deps:
+                if d.src != i or d.dst != m:
+                    continue
+                via = ga.reindex.get(i)
+                rel = self._thread_relation(d)
+                start = via.apply_range(rel) if via is not None else rel
+                anchored = start.apply_range(sigma.reverse())
+                if anchored.is_subset(identity):
+                    continue
+                if anchored.is_subset(same_block):
+                    needs_barrier = True
+                    continue
+                return f"dependence on {d.buffer} stays global after re-indexing"
+        return sigma, needs_barrier
+
     def merge_vertical(self) -> None:
         changed = True
         while changed:
@@ -244,16 +322,29 @@ class _RegionScheduler:
                     if not connected and self.arrangement == "auto" and len(self.groups) > 1:
                         continue  # independent launches are left to horizontal fusion
                     problem = self._vertical_problem(ga, gb)
+                    reindexed = None
+                    if problem == "different launch configurations" and connected:
+                        attempt = self._try_reindex(ga, gb)
+                        if isinstance(attempt, tuple):
+                            reindexed, problem = attempt, None
+                        elif isinstance(attempt, str):
+                            problem = f"different launch configurations, and {attempt}"
                     if problem is None and not self._mergeable_without_cycle(ia, ib):
                         problem = "a launch between them depends on one and feeds the other"
                     if problem is None:
-                        lane = self._lane_order(ga.members + gb.members)
+                        lane = (ga.lanes[0] + gb.members if reindexed is not None
+                                else self._lane_order(ga.members + gb.members))
                         problem = self._lane_hazard(lane)
                     if problem is not None:
                         if connected:
                             self._note(ga, gb, problem)
                         continue
-                    self.groups[ia] = _Group([lane])
+                    merged = _Group([lane], {**ga.reindex, **gb.reindex}, ga.barrier_for | gb.barrier_for)
+                    if reindexed is not None:
+                        merged.reindex[gb.members[0]] = reindexed[0]
+                        if reindexed[1]:
+                            merged.barrier_for.add(gb.members[0])
+                    self.groups[ia] = merged
                     del self.groups[ib]
                     changed = True
                     break
@@ -294,7 +385,9 @@ class _RegionScheduler:
                         continue
                     if self._horizontal_problem(self.groups[ia], self.groups[ib]) is not None:
                         continue
-                    self.groups[ia] = _Group(self.groups[ia].lanes + self.groups[ib].lanes)
+                    ga, gb = self.groups[ia], self.groups[ib]
+                    self.groups[ia] = _Group(ga.lanes + gb.lanes, {**ga.reindex, **gb.reindex},
+                                             ga.barrier_for | gb.barrier_for)
                     del self.groups[ib]
                     changed = True
                     break
@@ -310,7 +403,7 @@ class _RegionScheduler:
         order = list(nx.lexicographical_topological_sort(g, key=lambda n: min(self.groups[n].members)))
         return [self.groups[i] for i in order]
 
-    def barrier_flags(self, lane: list[int]) -> tuple[bool, ...]:
+    def barrier_flags(self, lane: list[int], group: "_Group | None" = None) -> tuple[bool, ...]:
         """Where a lane needs ``__syncthreads()``: before a fragment with a block-level
         dependence on an earlier one, and before a fragment whose kernel already ran
         since the last barrier with static shared memory (one fragment function, one
@@ -322,6 +415,7 @@ class _RegionScheduler:
             earlier = set(lane[:pos])
             kernel = self.inst[idx].kernel
             needs = any(d.dst == idx and d.src in earlier and d.width == "block" for d in self.deps)
+            needs = needs or (group is not None and idx in group.barrier_for)
             needs = needs or (kernel.mangled in since_barrier and any(not s.dynamic for s in kernel.shared))
             if needs:
                 since_barrier.clear()
@@ -343,7 +437,9 @@ def build_schedule(model: ProgramModel, uar: UAR, source: str, arrangement: str 
         if arrangement in ("auto", "horizontal"):
             rs.merge_horizontal()
         for grp in rs.ordered_groups():
-            lanes = tuple(Lane(tuple(lane), rs.barrier_flags(lane)) for lane in grp.lanes)
+            lanes = tuple(Lane(tuple(lane), rs.barrier_flags(lane, grp),
+                               tuple(str(grp.reindex[i]) if i in grp.reindex else None for i in lane))
+                          for lane in grp.lanes)
             schedule.groups.append(FusionGroup(len(schedule.groups), region.id, lanes))
         fused = {m for g in schedule.groups for m in g.launches if len(g.launches) > 1}
         for note in rs.notes:
