@@ -1,10 +1,11 @@
 # Two entry points do all set-up on a fresh Debian machine (run as root):
-#   make demo   set-up, then analyze a default program from cuda_inputs/
+#   make demo   set-up, then analyze, optimize and verify a default program from cuda_inputs/
 #   make test   set-up, then the test suite
 PYTHON ?= python3
 VENV   := .venv
 STAMP  := $(VENV)/.installed
 DEMO   ?= cuda_inputs/bert_qkv.cu
+DEMO_FLAGS ?=
 
 .PHONY: setup demo test clean
 
@@ -20,7 +21,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: setup
-	$(VENV)/bin/sirius analyze $(DEMO)
+	$(VENV)/bin/sirius analyze $(DEMO) $(DEMO_FLAGS)
+	@mkdir -p build
+	$(VENV)/bin/sirius optimize $(DEMO) $(DEMO_FLAGS) -o build/demo_optimized.cu --report build/demo_report.json
+	$(VENV)/bin/sirius verify $(DEMO) build/demo_optimized.cu --backend cpu $(DEMO_FLAGS)
 
 test: setup
 	$(VENV)/bin/python -m pytest -q
