@@ -17,7 +17,7 @@ from sirius.commands.common import add_compile_flags, compile_flags_from_args
 from sirius.config import resolve_toolchain
 from sirius.errors import InputError
 from sirius.fusion.schedule import ARRANGEMENTS
-from sirius.pipeline import OptimizeState, report, run_pipeline, stage_names
+from sirius.pipeline import OptimizeState, rearrange, report, run_pipeline, stage_names
 
 HELP = "fuse kernel launches and write the optimized program"
 
@@ -30,6 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="vertical: same thread runs fragments in order; horizontal: fragments in "
                              "different blocks; auto: both where legal (default)")
     parser.add_argument("--entry", default="main", help="host function whose launches are optimized (default main)")
+    parser.add_argument("--emit-candidates", metavar="DIR",
+                        help="also write every arrangement (auto, vertical, horizontal) as a complete program "
+                             "to DIR, with manifest.json describing each")
     parser.add_argument("--print-after", choices=stage_names(), metavar="STAGE",
                         help=f"print the state after a pipeline stage ({', '.join(stage_names())})")
     add_compile_flags(parser)
@@ -60,6 +63,25 @@ def _render(rep: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _emit_candidates(state: OptimizeState, folder: Path) -> None:
+    """One program per distinct arrangement, and a manifest naming what each is."""
+    folder.mkdir(parents=True, exist_ok=True)
+    files: dict[str, str] = {}
+    manifest = {"program": str(state.job.path), "candidates": []}
+    for arrangement in ARRANGEMENTS:
+        st = state if arrangement == state.arrangement else rearrange(state, arrangement)
+        name = files.get(st.output)
+        if name is None:
+            name = f"{state.job.path.stem}.{arrangement}.cu"
+            files[st.output] = name
+            (folder / name).write_text(st.output)
+        rep = report(st)
+        manifest["candidates"].append({
+            "arrangement": arrangement, "file": name, "launches_after": rep["launches_after"],
+            "kernels_after": rep["kernels_after"], "groups": rep["groups"]})
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+
+
 def execute(args: argparse.Namespace) -> int:
     toolchain = resolve_toolchain(args.clang, args.cuda_path)
     job = CompileJob(Path(args.program), compile_flags_from_args(args), toolchain)
@@ -68,6 +90,8 @@ def execute(args: argparse.Namespace) -> int:
     state = run_pipeline(OptimizeState(job, args.entry, args.arrangement), args.print_after, _dump)
     Path(args.output).write_text(state.output)
     rep = report(state)
+    if args.emit_candidates:
+        _emit_candidates(state, Path(args.emit_candidates))
     if args.report:
         Path(args.report).write_text(json.dumps(rep, indent=2) + "\n")
     print(_render(rep), end="")

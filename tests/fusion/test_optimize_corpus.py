@@ -121,3 +121,20 @@ def test_every_arrangement_compiles_with_nvcc_and_clang(name, tmp_path):
                              "-Wno-unknown-cuda-version", *[f"-isystem{d}" for d in tc.extra_include_dirs],
                              "-c", str(out), "-o", str(tmp_path / "c.o"), *defines], capture_output=True, text=True)
         assert cl.returncode == 0, f"{arrangement}: {cl.stderr}"
+
+
+def test_emit_candidates_writes_each_arrangement_and_a_manifest(tmp_path):
+    import json
+    out = tmp_path / "cands"
+    proc = subprocess.run([SIRIUS, "optimize", str(ROOT / "cuda_inputs" / "independent_pair.cu"),
+                           "-o", str(tmp_path / "o.cu"), "--emit-candidates", str(out), "--report",
+                           str(tmp_path / "r.json")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    by = {c["arrangement"]: c for c in manifest["candidates"]}
+    assert set(by) == {"auto", "vertical", "horizontal"}
+    assert by["horizontal"]["launches_after"] == 1 and by["vertical"]["launches_after"] == 2
+    for c in manifest["candidates"]:
+        assert (out / c["file"]).is_file()
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert {"launches_before", "launches_after", "kernels_before", "kernels_after", "groups", "refused"} <= set(report)
