@@ -61,6 +61,17 @@ class AllocSite:
     size_text: str
 
 
+@dataclass(frozen=True)
+class ForLoop:
+    """A host ``for`` statement: its range, and what its body holds."""
+
+    range: SourceRange
+    function: str
+    # body statements: ("decl", range) for side-effect-free declarations,
+    # ("launch", range), ("for", range), or ("other", range)
+    body: tuple[tuple[str, SourceRange], ...]
+
+
 @dataclass
 class SourceIndex:
     kernels: dict[str, KernelDecl] = field(default_factory=dict)  # by stub mangled name
@@ -68,6 +79,10 @@ class SourceIndex:
     allocations: list[AllocSite] = field(default_factory=list)
     functions_with_launches: set[str] = field(default_factory=set)
     function_ranges: dict[str, SourceRange] = field(default_factory=dict)  # host functions with bodies
+    for_loops: list[ForLoop] = field(default_factory=list)
+
+    def for_loop_at(self, line: int | None) -> ForLoop | None:
+        return next((f for f in self.for_loops if f.range.line == line), None)
 
     def kernel_by_name(self, name: str) -> KernelDecl | None:
         return next((k for k in self.kernels.values() if k.name == name), None)
@@ -149,6 +164,47 @@ def _callees_reading_indices(body, main_file: str, seen: set[str] | None = None)
     return found
 
 
+def _is_launch(c) -> bool:
+    children = list(c.get_children())
+    return (c.kind == ci.CursorKind.CALL_EXPR and len(children) >= 2
+            and children[1].kind == ci.CursorKind.CALL_EXPR and children[1].spelling == "__cudaPushCallConfiguration")
+
+
+def _pure_declaration(stmt, source: bytes) -> bool:
+    """A declaration whose initializers call nothing and assign nothing else."""
+    import re as _re
+
+    for node in stmt.walk_preorder():
+        if node.kind == ci.CursorKind.CALL_EXPR and node.spelling:
+            return False
+    text = _text(source, stmt)
+    if "++" in text or "--" in text:
+        return False
+    assignments = len(_re.findall(r"(?<![=!<>+\-*/%&|^])=(?!=)", text))
+    initialized = sum(1 for v in stmt.get_children() if v.kind == ci.CursorKind.VAR_DECL
+                      and any(True for _ in v.get_children()))
+    return assignments <= initialized
+
+
+def _loop_body(for_stmt, source: bytes) -> tuple[tuple[str, SourceRange], ...]:
+    children = list(for_stmt.get_children())
+    body = children[-1] if children else None
+    if body is None:
+        return ()
+    stmts = list(body.get_children()) if body.kind == ci.CursorKind.COMPOUND_STMT else [body]
+    out = []
+    for st in stmts:
+        if st.kind == ci.CursorKind.DECL_STMT:
+            out.append(("decl" if _pure_declaration(st, source) else "other", _range(st)))
+        elif _is_launch(st):
+            out.append(("launch", _range(st)))
+        elif st.kind == ci.CursorKind.FOR_STMT:
+            out.append(("for", _range(st)))
+        else:
+            out.append(("other", _range(st)))
+    return tuple(out)
+
+
 def build_source_index(job: CompileJob) -> SourceIndex:
     """Index kernels, launches and allocations of the main file of ``job``."""
     path = str(job.path)
@@ -185,6 +241,8 @@ def build_source_index(job: CompileJob) -> SourceIndex:
                     out.function_ranges.setdefault(c.spelling, _range(c))
                 visit(c, c.spelling)
                 continue
+            if kind == ci.CursorKind.FOR_STMT and function is not None:
+                out.for_loops.append(ForLoop(_range(c), function, _loop_body(c, source)))
             if kind == ci.CursorKind.CALL_EXPR and function is not None:
                 children = list(c.get_children())
                 if len(children) >= 2 and children[1].kind == ci.CursorKind.CALL_EXPR \

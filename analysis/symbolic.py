@@ -174,6 +174,16 @@ class Expr:
         return result
 
     # --------------------------------------------------------------- printing
+    def to_c(self) -> str | None:
+        """C text of a linear expression over plain symbols (None for other atoms)."""
+        parts = []
+        for m, c in self.terms:
+            if any(not isinstance(a, Sym) for a in m):
+                return None
+            body = " * ".join(a.name for a in m)
+            parts.append(f"({c})" if not body else (body if c == 1 else f"({c}) * {body}"))
+        return " + ".join(parts) if parts else "0"
+
     def __str__(self) -> str:
         if not self.terms:
             return "0"

@@ -30,8 +30,9 @@ write, is
 
 Data-dependent addresses (the histogram bins) are over-approximated: every
 thread may touch every bin. Launch shapes are compared as launched: block and
-thread coordinates are 3-D tuples, so a 1-D and a 2-D launch never share a
-block.
+thread indices are compared as 3-D coordinates (a 1-D launch has y = z = 0),
+so an element-wise producer and a re-blocked or 2-D consumer are ``global``
+although a fused kernel could re-map them.
 
 Programs are deterministic and race-free by construction: a launch never
 writes a buffer it reads unless each element is read and written by one
@@ -910,8 +911,11 @@ class _Gen:
         if kind == "map_reblock":
             return Map(ctx, rng.randrange(len(UNARY_OPS)), 1, self.other_block())
         if kind == "tail":
-            return Tail(ctx, rng.randrange(len(UNARY_OPS)), rng.choice((ctx.block, self.other_block())),
-                        rng.randint(1, 200))
+            block = rng.choice((ctx.block, self.other_block()))
+            cut = rng.randint(1, 200)
+            if cut % block == 0:
+                cut += 1  # the count must not be a multiple of the block size
+            return Tail(ctx, rng.randrange(len(UNARY_OPS)), block, cut)
         if kind == "shift":
             return Shift(ctx, rng.choice((1, 3, 64)), ctx.block)
         if kind == "nbr":
@@ -991,6 +995,7 @@ class _Gen:
         same_code = self.rng.random() < 0.75
         x = self.pick_input()
         outs: list[str] = []
+        weights: list[str] = [x]
         for _ in range(k):
             outs.append(self.pick_output((x, *outs)))
         binary = self.rng.random() < 0.6
@@ -999,10 +1004,15 @@ class _Gen:
             if not same_code:
                 op = self.rng.randrange(len(BINARY_OPS) if binary else len(UNARY_OPS))
             if binary:
-                w = self.pick_input((x, *outs))
+                # a weight of its own per branch, as for Q, K and V
+                w = self.pick_input((x, *outs, *weights))
+                weights.append(w)
                 self.plain(Map(self.ctx, op, 2, self.ctx.block), (x, w, outs[j]), "branch")
             else:
-                self.plain(Map(self.ctx, op, 1, self.ctx.block), (x, outs[j]), "branch")
+                # fully disjoint: each branch reads an input of its own
+                src = x if j == 0 else self.pick_input((*outs, *weights))
+                weights.append(src)
+                self.plain(Map(self.ctx, op, 1, self.ctx.block), (src, outs[j]), "branch")
 
     def loop_header(self, trips: int) -> str:
         self.n_loops += 1
