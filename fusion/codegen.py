@@ -186,6 +186,52 @@ def _issue(group: FusionGroup, insts, fused: dict[int, FusedKernel]) -> str:
     return f"{fk.name}<<<{fk.grid}, {fk.block}, {fk.shmem}>>>({args})"
 
 
+def _wave_kernel(group: FusionGroup, wave, insts, decls) -> tuple[str, str]:
+    """The kernel running one anti-diagonal of a loop nest, and the host loop replacing the nest."""
+    lane = group.lanes[0]
+    first = insts[lane.launches[0]].statement
+    (gx, gy, gz), (bx, by, bz) = first.grid.constant(), first.block.constant()
+    per_cell = gx * gy * gz
+    name = f"sirius_wave_{group.id}"
+    params = ["const int sirius_w", "const int sirius_lo"] + [f"char* sirius_base_{a}" for a in wave.allocations]
+    body = [f"  const int {wave.inner} = sirius_lo + (int)(blockIdx.x / {per_cell}u);",
+            f"  const int {wave.outer} = sirius_w - {wave.inner};",
+            f"  const unsigned sirius_local = blockIdx.x % {per_cell}u;",
+            f"  const dim3 sirius_gdim({gx}, {gy}, {gz});",
+            f"  const dim3 sirius_bdim({bx}, {by}, {bz});",
+            f"  const uint3 sirius_bid = make_uint3(sirius_local % {gx}u, (sirius_local / {gx}u) % {gy}u, "
+            f"sirius_local / {gx * gy}u);",
+            "  const uint3 sirius_tid = threadIdx;"]
+    names: dict[int, list[str]] = {}
+    for idx in lane.launches:
+        decl = decls[idx]
+        own = []
+        for j, ((pname, ptype), (_, arg)) in enumerate(zip(decl.params, insts[idx].bindings)):
+            local = f"s{idx}_{pname or j}"
+            if arg.kind == "buffer":
+                value = f"({ptype})(sirius_base_{arg.buffer} + ({arg.offset.to_c()}))"
+            else:
+                value = arg.value.to_c() if arg.value is not None else arg.text
+            body.append(f"  {ptype} {local} = {value};")
+            own.append(local)
+        names[idx] = own
+    body += _lane_body(lane, insts, names, "sirius_bid, sirius_tid, sirius_bdim, sirius_gdim", "  ")
+    members = ", ".join(insts[i].kernel.name for i in lane.launches)
+    kernel = (f"// wavefront of {members}: block range k of the launch is cell ({wave.outer}, {wave.inner}) "
+              f"with {wave.outer} + {wave.inner} = sirius_w\n"
+              f"__global__ void {name}({', '.join(params)}) {{\n" + "\n".join(body) + "\n}\n")
+    shm = max(insts[i].statement.shmem.constant_value() for i in lane.launches)
+    bases = ", ".join(["sirius_w", "sirius_lo"] + [f"(char*){a}" for a in wave.allocations])
+    host = (f"/* sirius: wavefront over ({wave.outer}, {wave.inner}): the {len(lane.launches)} launches of each "
+            f"iteration are one fused launch, and all iterations on one anti-diagonal share it */\n"
+            f"  {wave.wave_for} {{\n"
+            f"    const int sirius_lo = {wave.lo};\n"
+            f"    const int sirius_hi = {wave.hi};\n"
+            f"    {name}<<<dim3((unsigned)(sirius_hi - sirius_lo + 1) * {per_cell}u), dim3({bx}, {by}, {bz}), {shm}>>>"
+            f"({bases});\n  }}")
+    return kernel, host
+
+
 def generate(model: ProgramModel, schedule: Schedule, source: str) -> tuple[str, list[FusedKernel]]:
     """The optimized program's source (see the module docstring)."""
     insts = {i.statement.index: i for i in model.launches}
@@ -205,13 +251,21 @@ def generate(model: ProgramModel, schedule: Schedule, source: str) -> tuple[str,
                 done.add(name)
                 kernels_text.append(_fragment(insts[i], decls[i]))
     fused: dict[int, FusedKernel] = {}
+    edits: list[tuple[int, int, str]] = []
+    waves = schedule.wavefronts
     for g in multi:
+        if g.id in waves:
+            text, host = _wave_kernel(g, waves[g.id], insts, decls)
+            kernels_text.append(text)
+            loop = waves[g.id].outer_loop.range
+            edits.append((loop.start_offset, loop.end_offset, host))
+            fused[g.id] = FusedKernel(f"sirius_wave_{g.id}", g, "", "", "")
+            continue
         text, fk = _fused_kernel(g, insts, decls)
         kernels_text.append(text)
         fused[g.id] = fk
 
-    edits: list[tuple[int, int, str]] = []
-    rewritten_regions = {g.region for g in multi}
+    rewritten_regions = {g.region for g in multi if g.id not in waves}
     for region in schedule.regions:
         if region.id not in rewritten_regions:
             continue
@@ -234,8 +288,12 @@ def generate(model: ProgramModel, schedule: Schedule, source: str) -> tuple[str,
     if entry is not None and insert_at > entry.start_offset:
         prototypes = "".join(
             f"__global__ void {fk.name}({', '.join(_param_decls([insts[i] for i in fk.group.launches], decls)[0])});\n"
-            for fk in fused.values())
+            for fk in fused.values() if fk.group.id not in waves)
+        if any(g.id in waves for g in multi):
+            prototypes = ""  # wave kernels need the helper macros too: keep everything above the entry
+            insert_at = entry.start_offset
     helpers = ("#ifndef sirius_floord\n#define sirius_floord(n, d) (((n) < 0) ? -((-(n) + (d) - 1) / (d)) : (n) / (d))\n"
+               "#define sirius_min(a, b) ((a) < (b) ? (a) : (b))\n#define sirius_max(a, b) ((a) > (b) ? (a) : (b))\n"
                "#endif\n")
     block = ("\n\n// ---- kernels generated by sirius ----\n" + helpers + "\n".join(kernels_text)
              + "// ---- end of generated kernels ----\n").encode()

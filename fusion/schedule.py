@@ -96,6 +96,7 @@ class Schedule:
     regions: list[Region] = field(default_factory=list)
     groups: list[FusionGroup] = field(default_factory=list)  # in execution order
     refusals: list[Refusal] = field(default_factory=list)
+    wavefronts: dict = field(default_factory=dict)  # group id -> fusion.wavefront.Wavefront
 
     def group_of(self, launch: int) -> FusionGroup | None:
         return next((g for g in self.groups if launch in g.launches), None)

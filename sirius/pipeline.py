@@ -16,6 +16,7 @@ from sirius.analysis.program_model import ProgramModel, analyze_program, launch_
 from sirius.analysis.uar import UAR, build_uar
 from sirius.fusion.codegen import FusedKernel, generate
 from sirius.fusion.schedule import Schedule, build_schedule
+from sirius.fusion.wavefront import Wavefront, plan_wavefront
 
 
 @dataclass
@@ -51,6 +52,18 @@ def _schedule(st: OptimizeState) -> None:
     st.schedule = build_schedule(st.model, st.uar, st.source, st.arrangement)
 
 
+def _wavefront(st: OptimizeState) -> None:
+    for region in st.schedule.regions:
+        groups = [g for g in st.schedule.groups if g.region == region.id]
+        if len(groups) != 1 or len(groups[0].launches) < 1:
+            continue
+        plan = plan_wavefront(st.model, st.uar, region, groups[0])
+        if isinstance(plan, Wavefront):
+            st.schedule.wavefronts[groups[0].id] = plan
+        elif plan is not None:
+            st.schedule.refusals.append(plan)
+
+
 def _codegen(st: OptimizeState) -> None:
     st.output, st.fused = generate(st.model, st.schedule, st.source)
 
@@ -59,6 +72,7 @@ PIPELINE: tuple[Stage, ...] = (
     Stage("analyze", _analyze, "compile to IR, model kernels and host statements"),
     Stage("uar", _uar, "dependences between statement instances, with widths"),
     Stage("schedule", _schedule, "group launches: vertical (P1) then horizontal (P3), never across global"),
+    Stage("wavefront", _wavefront, "skew a fused loop nest so each anti-diagonal is one launch (isl AST)"),
     Stage("codegen", _codegen, "fragments, fused kernels, rewritten launch regions"),
 )
 
@@ -80,6 +94,7 @@ def rearrange(state: OptimizeState, arrangement: str) -> OptimizeState:
     """The same analysis scheduled with another arrangement (reruns schedule and codegen)."""
     other = OptimizeState(state.job, state.entry, arrangement, state.source, state.model, state.uar)
     _schedule(other)
+    _wavefront(other)
     _codegen(other)
     return other
 
@@ -101,7 +116,8 @@ def report(state: OptimizeState) -> dict[str, Any]:
         return dom.count_val().to_python() if dom.is_bounded() else None
 
     grouped = {i for g in sched.groups for i in g.launches}
-    after_counts = [per_run(g.launches[0]) for g in sched.groups]
+    after_counts = [sched.wavefronts[g.id].waves if g.id in sched.wavefronts else per_run(g.launches[0])
+                    for g in sched.groups]
     after_counts += [per_run(i) for i in insts if i not in grouped]
     after = None if any(c is None for c in after_counts) else sum(after_counts)
     kernels_after = {fk.name for fk in state.fused}
@@ -118,7 +134,8 @@ def report(state: OptimizeState) -> dict[str, Any]:
         "kernels_after": len(kernels_after),
         "groups": [{
             "id": g.id, "kernel": next((fk.name for fk in state.fused if fk.group.id == g.id), None),
-            "arrangement": g.arrangement, "barriers_inserted": g.barriers,
+            "arrangement": g.arrangement + (" + wavefront" if g.id in sched.wavefronts else ""),
+            "barriers_inserted": g.barriers,
             "lanes": [[{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].statement.line}
                        for i in lane.launches] for lane in g.lanes],
         } for g in sched.groups if len(g.launches) > 1],

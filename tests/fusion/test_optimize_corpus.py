@@ -28,7 +28,7 @@ EXPECTED = {
     "softmax.cu": (("ROWS=16", "COLS=300"), 4, 1),
     "independent_pair.cu": ((), 2, 1),
     "aliasing.cu": ((), 3, 1),
-    "lstm.cu": (("STEPS=4", "CELLS=3", "HIDDEN=64"), 4 * 3 * 9, 4 * 3),
+    "lstm.cu": (("STEPS=4", "CELLS=3", "HIDDEN=64"), 4 * 3 * 9, 4 + 3 - 1),
     "bert_qkv.cu": (("SEQ=32", "HIDDEN=64", "HEADS=2"), 9, 1),
     "dependent_pair.cu": ((), 2, 2),
     "gather.cu": ((), 2, 2),
@@ -60,11 +60,18 @@ def test_refusals_name_their_reason():
     assert any("returns early" in r and "barrier" in r for r in reasons["early_exit.cu"])
 
 
-def test_lstm_cell_is_one_vertical_launch():
-    rep = report(optimized("lstm.cu")["auto"])
+def test_lstm_cells_fuse_vertically_and_waves_share_a_launch():
+    """S*C*9 launches become S+C-1: a cell's 9 launches are one vertical lane, and the
+    cells of one anti-diagonal of (step, cell) run in one launch (paper figure 9)."""
+    st = optimized("lstm.cu")["auto"]
+    rep = report(st)
     (group,) = rep["groups"]
-    assert group["arrangement"] == "vertical"
+    assert group["arrangement"] == "vertical + wavefront"
     assert [m["kernel"] for m in group["lanes"][0]] == ["gemv"] * 8 + ["solve"]
+    (wave,) = st.schedule.wavefronts.values()
+    assert wave.waves == 4 + 3 - 1 and "sirius_w <= 5" in wave.wave_for
+    # without the vertical lane (horizontal arrangement) no wavefront is attempted on 9 launches
+    assert report(optimized("lstm.cu")["horizontal"])["launches_after"] > rep["launches_after"]
 
 
 def test_bert_qkv_nine_launches_become_one_hybrid():
