@@ -9,7 +9,9 @@ to the file named by ``SIRIUS_DUMP``. A record is, little-endian::
     u32 n + n bytes: the call (cudaMemcpy...)   u64 n + n bytes: the data
 
 The element code comes from the destination pointer's type (see ``ElemCode``
-in ``sirius_cpu/api.h``); an unknown type compares as bytes.
+in ``sirius_cpu/api.h``); an unknown type compares as bytes. Managed buffers
+(``cudaMallocManaged``), which the host reads without copies, are recorded
+when freed or at exit, with the allocation's site.
 
 ``compare_runs`` pairs the copies of the two runs by order and compares each
 element-wise: bit-exact by default, or within ``atol + rtol * |original|``
@@ -80,6 +82,8 @@ class Copy:
     def buffer_name(self) -> str:
         """The device buffer's expression at the call (``d_out`` in
         ``cudaMemcpy(h, d_out, n, ...)``), else the call site."""
+        if self.call == "cudaMallocManaged":
+            return "managed buffer"
         args = _split_args(self.args_text)
         if len(args) >= 2 and args[1].strip():
             return " ".join(args[1].split())
@@ -388,7 +392,7 @@ class Report:
     def render(self) -> str:
         tol = ("bit-exact" if self.rtol == 0 and self.atol == 0
                else f"rtol {self.rtol:g}, atol {self.atol:g}")
-        rows = [("#", "buffer", "copied at", "elements", "type", "max abs diff", "max rel diff",
+        rows = [("#", "buffer", "site", "elements", "type", "max abs diff", "max rel diff",
                  "result")]
         for b in self.buffers:
             result = "equal" if b.ok else ("DIFFERENT" if not b.problem else "MISMATCH")
@@ -396,6 +400,9 @@ class Report:
                          f"{b.max_abs:.3g}", f"{b.max_rel:.3g}", result))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         lines = [f"compared {len(self.buffers)} buffer(s) copied back to the host ({tol})"]
+        if not self.buffers and self.count_original == self.count_optimized == 0:
+            lines.append("note: neither program copied data back to the host; only the printed "
+                         "output and the exit status were compared")
         if len(self.buffers):
             for r in rows:
                 lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -86,7 +85,9 @@ class RunResult:
         signal or a timeout (not merely a nonzero exit status)."""
         return bool(self.runtime_error or self.signal_name or self.timed_out)
 
+    @property
     def failure_text(self) -> str:
+        """Why the run failed, in words."""
         if self.timed_out:
             return f"timed out after {self.seconds:.1f} s"
         if self.runtime_error:
@@ -215,8 +216,8 @@ def build_program(source: str | os.PathLike, flags: CompileFlags = CompileFlags(
                 f"error: cannot build {source} for the CPU backend:\n"
                 + _short_diagnostics(proc.stderr)
             )
+        _atomic_move(ii, binary.parent / ii.name)  # kept beside the binary, for reading
         _atomic_move(out, binary)
-        shutil.copyfile(ii, binary.parent / ii.name)
     return Build(src, binary, False, time.perf_counter() - start,
                  tuple(rewritten.kernels_launched))
 

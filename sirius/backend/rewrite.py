@@ -16,9 +16,13 @@ express is done here, on the text:
 4. CUDA's declaration keywords (``__global__``, ``__device__``,
    ``__launch_bounds__(...)``, ``__align__(n)``...) become plain C++.
 
+A launch of a kernel declared with ``__launch_bounds__(N)`` (N a number after
+preprocessing) carries N, so that a block larger than N fails as on a GPU.
+
 It also refuses, with the file and line, what the CPU backend cannot run:
 texture and surface objects, cooperative grid synchronization, CUDA graphs,
-inline assembly, and kernel launches from device code (dynamic parallelism).
+CUDA arrays, inline assembly, and kernel launches from device code (dynamic
+parallelism).
 
 Every rewrite keeps the line breaks of the text it replaces, so line markers,
 ``__LINE__`` and compiler diagnostics still point into the original files.
@@ -44,35 +48,36 @@ _IDENT = re.compile(r"[A-Za-z_]\w*")
 _DIRECTIVE_LINE = re.compile(r"^[ \t]*#.*$", re.M)
 _IDENT_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
-_UNSUPPORTED = [
-    (
-        r"\b(?:tex1Dfetch|tex1D|tex2D|tex3D|tex1DLayered|tex2DLayered|texCubemap|tex2Dgather"
-        r"|tex1DLod|tex2DLod|tex3DLod|tex1DGrad|tex2DGrad|tex3DGrad|cudaTextureObject_t"
-        r"|cudaCreateTextureObject|cudaBindTexture|cudaBindTexture2D|cudaBindTextureToArray)\b"
-        r"|\btexture\s*<",
-        "texture objects and references are",
-    ),
-    (
-        r"\b(?:surf1Dread|surf1Dwrite|surf2Dread|surf2Dwrite|surf3Dread|surf3Dwrite"
-        r"|cudaSurfaceObject_t|cudaCreateSurfaceObject)\b|\bsurface\s*<",
-        "surface objects and references are",
-    ),
-    (
-        r"\b(?:cudaLaunchCooperativeKernel|cudaLaunchCooperativeKernelMultiDevice|this_grid"
-        r"|this_multi_grid|grid_group|multi_grid_group)\b",
-        "cooperative grid synchronization (cooperative launches, grid groups) is",
-    ),
-    (
-        r"\b(?:cudaGraphCreate|cudaGraphLaunch|cudaGraphInstantiate|cudaStreamBeginCapture"
-        r"|cudaGraphAddKernelNode)\b",
-        "CUDA graphs are",
-    ),
-    (r"\b(?:cudaMallocArray|cudaMalloc3DArray|cudaArray_t|cudaMemcpyToArray)\b", "CUDA arrays are"),
-    (r"\b(?:asm|__asm__|__asm)\s*(?:volatile|__volatile__|goto)?\s*\(", "inline assembly (asm) is"),
-]
-_UNSUPPORTED_RE = re.compile(
-    "|".join(f"(?P<u{i}>{pattern})" for i, (pattern, _) in enumerate(_UNSUPPORTED))
-)
+# Identifiers of features the CPU backend cannot run: name -> what (and verb).
+_TEXTURE = "texture objects and references are"
+_SURFACE = "surface objects and references are"
+_GRID = "cooperative grid synchronization (cooperative launches, grid groups) is"
+_UNSUPPORTED_NAMES = {
+    **dict.fromkeys(
+        ["tex1Dfetch", "tex1D", "tex2D", "tex3D", "tex1DLayered", "tex2DLayered", "texCubemap",
+         "tex2Dgather", "tex1DLod", "tex2DLod", "tex3DLod", "tex1DGrad", "tex2DGrad", "tex3DGrad",
+         "cudaTextureObject_t", "cudaCreateTextureObject", "cudaBindTexture",
+         "cudaBindTexture2D", "cudaBindTextureToArray"], _TEXTURE),
+    **dict.fromkeys(
+        ["surf1Dread", "surf1Dwrite", "surf2Dread", "surf2Dwrite", "surf3Dread", "surf3Dwrite",
+         "cudaSurfaceObject_t", "cudaCreateSurfaceObject"], _SURFACE),
+    **dict.fromkeys(
+        ["cudaLaunchCooperativeKernel", "cudaLaunchCooperativeKernelMultiDevice", "this_grid",
+         "this_multi_grid", "grid_group", "multi_grid_group"], _GRID),
+    **dict.fromkeys(
+        ["cudaGraphCreate", "cudaGraphLaunch", "cudaGraphInstantiate", "cudaStreamBeginCapture",
+         "cudaGraphAddKernelNode"], "CUDA graphs are"),
+    **dict.fromkeys(["cudaMallocArray", "cudaMalloc3DArray", "cudaArray_t", "cudaMemcpyToArray"],
+                    "CUDA arrays are"),
+}
+# Names that are unsupported only when followed by this pattern.
+_UNSUPPORTED_BEFORE = {
+    "texture": (re.compile(r"\s*<"), _TEXTURE),
+    "surface": (re.compile(r"\s*<"), _SURFACE),
+    "asm": (re.compile(r"\s*(?:volatile\b|__volatile__\b|goto\b)?\s*\("),
+            "inline assembly (asm) is"),
+}
+_UNSUPPORTED_BEFORE["__asm__"] = _UNSUPPORTED_BEFORE["__asm"] = _UNSUPPORTED_BEFORE["asm"]
 
 # CUDA keywords that only annotate declarations.
 _KEYWORD = re.compile(
@@ -80,6 +85,11 @@ _KEYWORD = re.compile(
     r"|__forceinline__|__inline_hint__|__noinline__|__shared__)\b"
     r"|\b(?:__launch_bounds__|__maxnreg__|__cluster_dims__|__align__)\s*"
     r"\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)"
+)
+
+# `__launch_bounds__(256[, ...]) name(` on a kernel declaration or definition.
+_LAUNCH_BOUNDS = re.compile(
+    r"\b__launch_bounds__\s*\(\s*(?P<n>\d+)[uUlL]*\s*(?:,[^()]*)?\)\s*(?P<name>[A-Za-z_]\w*)\s*[(<]"
 )
 
 _ALIGN_SPEC = re.compile(
@@ -148,12 +158,27 @@ def _where(lines: LineMap, offset: int) -> str:
 # ------------------------------------------------------------------ scanning
 
 
+_LINE_LITERAL = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'')
+
+
+def _inside_literal(text: str, pos: int) -> bool:
+    """Whether offset ``pos`` lies in a string or character literal of its line."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    line_end = text.find("\n", pos)
+    for m in _LINE_LITERAL.finditer(text, line_start, len(text) if line_end < 0 else line_end):
+        if m.start() >= pos:
+            break
+        if pos < m.end():
+            return True
+    return False
+
+
 def _code_matches(text: str, pattern: str, start: int = 0, end: int | None = None):
-    """Matches of ``pattern`` (group ``hit``) outside string and character literals."""
-    rx = re.compile(f"{_LITERAL}|(?P<hit>{pattern})")
+    """Matches of ``pattern`` outside string and character literals."""
+    rx = re.compile(pattern)
     end = len(text) if end is None else end
     for m in rx.finditer(text, start, end):
-        if m.group("hit") is not None:
+        if not _inside_literal(text, m.start()):
             yield m
 
 
@@ -378,7 +403,31 @@ class _Edit:
     text: str
 
 
-def _rewrite_launch(text: str, p: int, lines: LineMap, scope: Scope, edits: list, names: list):
+def _launch_bounds(text: str, spans: list[tuple[int, int]]) -> dict[str, int]:
+    """Kernel name -> maximum threads per block from ``__launch_bounds__``
+    (names declared with different bounds are left out)."""
+    bounds: dict[str, int] = {}
+    conflicting: set[str] = set()
+    for start, end in spans:
+        for m in _LAUNCH_BOUNDS.finditer(text, start, end):
+            name, n = m.group("name"), int(m.group("n"))
+            if bounds.get(name, n) != n:
+                conflicting.add(name)
+            bounds[name] = n
+    for name in conflicting:
+        del bounds[name]
+    return bounds
+
+
+def _base_name(callee: str) -> str:
+    """``k`` of ``ns::k<float, 4>``."""
+    head = callee.split("<", 1)[0]
+    names = _IDENT.findall(head)
+    return names[-1] if names else ""
+
+
+def _rewrite_launch(text: str, p: int, lines: LineMap, scope: Scope, edits: list, names: list,
+                    bounds: dict[str, int]):
     where = _where(lines, p)
     head = scope.function_head
     if re.search(r"\b__global__\b", head) or (
@@ -402,12 +451,15 @@ def _rewrite_launch(text: str, p: int, lines: LineMap, scope: Scope, edits: list
     callee = " ".join(text[cs:p].split())
     names.append(callee)
     args_empty = not text[r + 1 : close].strip()
+    bound = bounds.get(_base_name(callee))
+    config_end = ")" if bound is None else f").max_threads({bound})"
     edits.append(_Edit(cs, p + 3, "::__sirius::launch(::__sirius::LaunchConfig("))
     edits.append(
         _Edit(
             q,
             r + 1,
-            f"), {_c_string(callee)}, [=](auto... __sirius_a) {{ {callee}(__sirius_a...); }}"
+            f"{config_end}, {_c_string(callee)}, "
+            f"[=](auto... __sirius_a) {{ {callee}(__sirius_a...); }}"
             + ("" if args_empty else ", "),
         )
     )
@@ -539,14 +591,21 @@ def _keyword(m: re.Match) -> str:
 
 def _check_unsupported(text: str, lines: LineMap) -> None:
     for start, end in lines.user_regions():
-        for m in _code_matches(text, _UNSUPPORTED_RE.pattern, start, end):
-            for i, (_, what) in enumerate(_UNSUPPORTED):
-                if m.group(f"u{i}"):
-                    token = " ".join(m.group(f"u{i}").split()).rstrip("(").strip()
-                    raise UnsupportedError(
-                        f"{_where(lines, m.start())}: error: {what} unsupported by the CPU "
-                        f"backend (found '{token}')"
-                    )
+        for m in _IDENT.finditer(text, start, end):
+            name = m.group(0)
+            what = _UNSUPPORTED_NAMES.get(name)
+            if what is None and name in _UNSUPPORTED_BEFORE:
+                follow, kind = _UNSUPPORTED_BEFORE[name]
+                if follow.match(text, m.end()):
+                    what = kind
+            if what is None or _inside_literal(text, m.start()):
+                continue
+            if m.start() > 0 and text[m.start() - 1] in _IDENT_CHARS:
+                continue
+            raise UnsupportedError(
+                f"{_where(lines, m.start())}: error: {what} unsupported by the CPU backend "
+                f"(found '{name}')"
+            )
 
 
 def rewrite_preprocessed(text: str) -> RewriteResult:
@@ -560,15 +619,15 @@ def rewrite_preprocessed(text: str) -> RewriteResult:
     _check_unsupported(text, lines)
 
     spans = list(lines.user_regions())
-    launches = [m.start("hit") for a, b in spans for m in _code_matches(text, r"<<<", a, b)]
-    shared = [m.start("hit") for a, b in spans
-              for m in _code_matches(text, r"\b__shared__\b", a, b)]
+    launches = [m.start() for a, b in spans for m in _code_matches(text, r"<<<", a, b)]
+    shared = [m.start() for a, b in spans for m in _code_matches(text, r"\b__shared__\b", a, b)]
     scopes = _scopes_at(text, launches + shared, spans)
 
     edits: list[_Edit] = []
     names: list[str] = []
+    bounds = _launch_bounds(text, spans) if launches else {}
     for p in launches:
-        _rewrite_launch(text, p, lines, scopes[p], edits, names)
+        _rewrite_launch(text, p, lines, scopes[p], edits, names, bounds)
     done_until = -1
     for k, p in enumerate(shared):
         if p < done_until:

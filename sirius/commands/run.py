@@ -23,14 +23,15 @@ from sirius.errors import SiriusError
 HELP = "build and run a CUDA program on the CPU backend (or a GPU)"
 
 
-def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
+def add_backend_arguments(parser: argparse.ArgumentParser,
+                          threads_default: str = "one per core") -> None:
     """Options shared by ``run`` and ``verify``."""
     parser.add_argument("--backend", choices=("cpu", "gpu"), default="cpu",
                         help="where the program runs: the CPU backend (default) or a CUDA GPU "
                              "(nvcc)")
     add_compile_flags(parser)
     parser.add_argument("--threads", type=int, default=None, metavar="N",
-                        help="worker OS threads of the CPU backend (default: one per core)")
+                        help=f"worker OS threads of the CPU backend (default: {threads_default})")
     parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                         help="stop a program that runs longer than this")
     parser.add_argument("--rebuild", action="store_true",
@@ -48,16 +49,28 @@ def split_rest(args: argparse.Namespace, add_options, prog: str) -> list[str]:
     """Options given after the program(s) are parsed into ``args``; returns the
     program's arguments (what follows ``--``)."""
     rest = list(args.rest or [])
+    parser = argparse.ArgumentParser(prog=prog, add_help=False)
+    add_options(parser)
     if "--" in rest:
         i = rest.index("--")
         options, program_args = rest[:i], rest[i + 1 :]
+    elif rest and not _looks_like_option(parser, rest[0]):
+        # argparse drops a "--" that directly follows the program(s)
+        options, program_args = [], rest
     else:
         options, program_args = rest, []
     if options:
-        parser = argparse.ArgumentParser(prog=prog, add_help=False)
-        add_options(parser)
         parser.parse_args(options, namespace=args)
     return program_args
+
+
+def _looks_like_option(parser: argparse.ArgumentParser, arg: str) -> bool:
+    if not arg.startswith("-"):
+        return False
+    name = arg.split("=", 1)[0]
+    if name in parser._option_string_actions:
+        return True
+    return any(arg.startswith(short) and len(arg) > 2 for short in ("-I", "-D"))
 
 
 def build(path: str, args: argparse.Namespace) -> cpu.Build:

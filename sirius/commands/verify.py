@@ -6,7 +6,10 @@ Both programs are built with the same flags and run with the same arguments
 is paired by order with the other's and compared element-wise, bit-exact
 unless ``--rtol``/``--atol`` are given; so are the printed output (numbers
 within the same tolerance, timing lines ignored) and the exit statuses. A
-table gives, per buffer, the largest absolute and relative difference.
+table gives, per buffer, the largest absolute and relative difference. On the
+CPU backend the programs run with one worker thread unless ``--threads`` says
+otherwise, so that results depending on the order of blocks (float atomics)
+are reproducible.
 
 Exit status: 0 when everything agrees; 1 when something differs (naming the
 buffer, the first differing index and both values) or the optimized program
@@ -36,7 +39,7 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
                         help="absolute tolerance (default 0: bit-exact)")
     parser.add_argument("--ignore-output", action="store_true",
                         help="do not compare what the programs print")
-    add_backend_arguments(parser)
+    add_backend_arguments(parser, threads_default="1, for reproducible results")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -61,21 +64,24 @@ def execute(args: argparse.Namespace) -> int:
         jobs = [pool.submit(build, path, args) for path in (args.original, args.optimized)]
         built = [job.result() for job in jobs]
     results = []
+    # One worker thread unless asked otherwise: blocks then run in a fixed
+    # order, so results that depend on it (float atomics) repeat bit for bit.
+    threads = 1 if args.threads is None and args.backend == "cpu" else args.threads
     with tempfile.TemporaryDirectory(prefix="sirius-verify-") as tmp:
         for k, b in enumerate(built):
             dump = Path(tmp) / f"copies-{k}.bin"
             r = cpu.run_program(b.binary, prog_args, capture=True, timeout=args.timeout,
-                                threads=args.threads, dump=dump)
+                                threads=threads, dump=dump)
             r.extra["copies"] = compare.read_dump(dump) if not r.timed_out else []
             results.append(r)
     orig, opt = results
     print(f"verify: {args.original} (original) vs {args.optimized} (optimized), "
           f"{args.backend} backend")
     if orig.failed:
-        raise SiriusError(f"error: the original program failed: {orig.failure_text()}\n"
+        raise SiriusError(f"error: the original program failed: {orig.failure_text}\n"
                           + _tail(orig.stderr))
     if opt.failed:
-        print(f"the optimized program failed: {opt.failure_text()}")
+        print(f"the optimized program failed: {opt.failure_text}")
         if opt.stderr.strip():
             print(_tail(opt.stderr))
         print("result: DIFFERENT")

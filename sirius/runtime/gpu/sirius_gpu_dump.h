@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 namespace __sirius_gpu {
 
@@ -83,6 +84,43 @@ static inline bool to_host(cudaMemcpyKind kind, const void* dst, const void* src
   return kind == cudaMemcpyDefault && device_side(src) && !device_side(dst);
 }
 
+// Managed buffers: recorded when freed or, if never freed, at exit (the
+// host reads them without copies).
+struct Managed {
+  const void* p;
+  size_t bytes;
+  int code;
+  const char* file;
+  int line;
+};
+static inline std::vector<Managed>& managed() {
+  static std::vector<Managed>& v = *new std::vector<Managed>();
+  return v;
+}
+static inline void dump_managed(const Managed& m) {
+  cudaDeviceSynchronize();
+  record("", m.file, m.line, m.code, "cudaMallocManaged", m.p, m.bytes);
+}
+static inline void track_managed(const void* p, size_t bytes, int code, const char* file,
+                                 int line) {
+  if (managed().empty()) {
+    atexit([] {
+      for (const Managed& m : managed()) dump_managed(m);
+      managed().clear();
+    });
+  }
+  managed().push_back({p, bytes, code, file, line});
+}
+static inline void free_managed(const void* p) {
+  auto& v = managed();
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i].p == p) {
+      dump_managed(v[i]);
+      v.erase(v.begin() + (long)i);
+      return;
+    }
+}
+
 }  // namespace __sirius_gpu
 
 template <class T>
@@ -117,8 +155,24 @@ static inline cudaError_t __sirius_cudaMemcpyFromSymbol(const char* text, const 
   return e;
 }
 
+template <class T>
+static inline cudaError_t __sirius_cudaMallocManaged(const char* file, int line, T** ptr,
+                                                     size_t bytes,
+                                                     unsigned flags = cudaMemAttachGlobal) {
+  cudaError_t e = cudaMallocManaged((void**)ptr, bytes, flags);
+  if (e == cudaSuccess && *ptr)
+    __sirius_gpu::track_managed(*ptr, bytes, __sirius_gpu::elem_code<T>(), file, line);
+  return e;
+}
+static inline cudaError_t __sirius_cudaFree(void* p) {
+  __sirius_gpu::free_managed(p);
+  return cudaFree(p);
+}
+
 #define cudaMemcpy(...) __sirius_cudaMemcpy(#__VA_ARGS__, __FILE__, __LINE__, __VA_ARGS__)
 #define cudaMemcpyAsync(...) \
   __sirius_cudaMemcpyAsync(#__VA_ARGS__, __FILE__, __LINE__, __VA_ARGS__)
 #define cudaMemcpyFromSymbol(...) \
   __sirius_cudaMemcpyFromSymbol(#__VA_ARGS__, __FILE__, __LINE__, __VA_ARGS__)
+#define cudaMallocManaged(...) __sirius_cudaMallocManaged(__FILE__, __LINE__, __VA_ARGS__)
+#define cudaFree(p) __sirius_cudaFree(p)

@@ -317,13 +317,13 @@ void poison_shared(const volatile void* p, size_t bytes) {
 
 static void push(Worker& w, int i) {
   w.queue[w.qtail] = i;
-  w.qtail = (w.qtail + 1) % w.queue.size();
+  if (++w.qtail == w.queue.size()) w.qtail = 0;
 }
 
 static bool pop(Worker& w, int* i) {
   if (w.qhead == w.qtail) return false;
   *i = w.queue[w.qhead];
-  w.qhead = (w.qhead + 1) % w.queue.size();
+  if (++w.qhead == w.queue.size()) w.qhead = 0;
   return true;
 }
 
@@ -598,17 +598,10 @@ unsigned active_mask() {
   return w->warps[w->cur->warp].live;
 }
 
-static void fiber_main() {
-  Worker* w = tw;
-  w->launch->invoke(w->launch);
-  w->cur->state = kDone;
-  ctx_switch(&w->cur->ctx, &w->sched);
-  __builtin_unreachable();
-}
-
+// A thread has returned from the kernel: it no longer counts for barriers and
+// warp operations (CUDA's rule for exited threads).
 static void thread_finished(Worker& w, Fiber& f) {
-  w.free_stacks.push_back(f.stack);
-  f.stack = nullptr;
+  f.state = kDone;
   --w.live;
   w.order_dirty = true;
   Warp& wp = w.warps[f.warp];
@@ -621,6 +614,41 @@ static void thread_finished(Worker& w, Fiber& f) {
     for (unsigned l = 0; l < 32 && !progress; ++l)
       if (wp.arrived >> l & 1)
         progress = try_complete_warp(w, f.warp, w.fibers[f.warp * 32 + l].mask);
+  }
+}
+
+// Entry of every fiber stack. When its thread finishes and the next thread in
+// line has not started yet, that thread runs on the same stack, in the same
+// frame: a block without barriers runs all its threads here, one after the
+// other, without a single context switch.
+static void fiber_main() {
+  Worker* w = tw;
+  for (;;) {
+    Fiber* f = w->cur;
+    w->launch->invoke(w->launch);
+    char* stack = f->stack;
+    f->stack = nullptr;
+    thread_finished(*w, *f);
+    int next;
+    Fiber* g = pop(*w, &next) ? &w->fibers[next] : nullptr;
+    if (g && g->state == kNew) {
+      g->stack = stack;
+      g->state = kRunning;
+      w->cur = g;
+      threadIdx = g->tid;
+      continue;
+    }
+    // This stack is done with; nothing runs on it once we switch away.
+    w->free_stacks.push_back(stack);
+    if (!g) {
+      ctx_switch(&f->ctx, &w->sched);
+    } else {
+      g->state = kRunning;
+      w->cur = g;
+      threadIdx = g->tid;
+      ctx_switch(&f->ctx, &g->ctx);
+    }
+    __builtin_unreachable();
   }
 }
 
@@ -647,18 +675,20 @@ static void run_block(Worker& w, LaunchBase& L, unsigned long long b) {
   if ((int)w.warps.size() < nwarps) w.warps.resize((size_t)nwarps);
   if (w.queue.size() < (size_t)n + 1) w.queue.resize((size_t)n + 1);
   w.qhead = w.qtail = 0;
-  unsigned bx = L.block.x, by = L.block.y;
+  uint3 tid = {0, 0, 0};
   for (int i = 0; i < n; ++i) {
     Fiber& f = w.fibers[i];
     f.stack = nullptr;
     f.state = kNew;
-    f.tid.x = (unsigned)i % bx;
-    f.tid.y = ((unsigned)i / bx) % by;
-    f.tid.z = (unsigned)i / (bx * by);
-    f.lane = (unsigned)i % 32;
-    f.warp = (unsigned)i / 32;
+    f.tid = tid;
+    f.lane = (unsigned)i & 31u;
+    f.warp = (unsigned)i >> 5;
     f.file = nullptr;
     f.line = 0;
+    if (++tid.x == L.block.x) {
+      tid.x = 0;
+      if (++tid.y == L.block.y) tid.y = 0, ++tid.z;
+    }
   }
   for (int k = 0; k < nwarps; ++k) {
     int lanes = std::min(32, n - 32 * k);
@@ -676,6 +706,8 @@ static void run_block(Worker& w, LaunchBase& L, unsigned long long b) {
   w.bar_count = 0;
   w.bar_divergent = false;
 
+  // Fibers hand over to each other directly; control comes back here only
+  // when none is ready (all finished, or a deadlock).
   int i;
   while (pop(w, &i)) {
     Fiber& f = w.fibers[i];
@@ -684,10 +716,7 @@ static void run_block(Worker& w, LaunchBase& L, unsigned long long b) {
     w.cur = &f;
     threadIdx = f.tid;
     ctx_switch(&w.sched, &f.ctx);
-    // Back here when a fiber finished, or waits and no other is ready.
-    Fiber* g = w.cur;
     w.cur = nullptr;
-    if (g->state == kDone) thread_finished(w, *g);
   }
   if (w.live > 0) {
     std::string where = waiting_summary(w, kWaitWarp);
@@ -760,6 +789,14 @@ void run_launch(LaunchBase* L) {
   if (b.x == 0 || b.y == 0 || b.z == 0 || b.x > 1024 || b.y > 1024 || b.z > 64 || threads > 1024)
     return launch_failed(L, cudaErrorInvalidConfiguration,
                          "invalid block dimensions (at most 1024 threads, 1024 x 1024 x 64)");
+  if (L->bound && threads > L->bound) {
+    char why[160];
+    snprintf(why, sizeof why,
+             "too many resources requested for launch (a block of %llu threads, the kernel's "
+             "__launch_bounds__ allows %u)",
+             threads, L->bound);
+    return launch_failed(L, cudaErrorLaunchOutOfResources, why);
+  }
   if (g.x == 0 || g.y == 0 || g.z == 0 || g.x > 2147483647u || g.y > 65535 || g.z > 65535)
     return launch_failed(L, cudaErrorInvalidConfiguration, "invalid grid dimensions");
   if (L->shmem > kMaxDynamicShared)
@@ -826,13 +863,18 @@ static void on_crash(int sig, siginfo_t* info, void*) {
                "thread has %zu KiB of stack, set SIRIUS_CPU_STACK_KB for more",
                w->launch->name, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y,
                threadIdx.z, stack_size() / 1024);
+    else if (sig == SIGFPE)
+      snprintf(msg, sizeof msg,
+               "arithmetic fault (SIGFPE, e.g. an integer division by zero) in kernel '%s' "
+               "(block (%u,%u,%u), thread (%u,%u,%u))",
+               w->launch->name, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y,
+               threadIdx.z);
     else
       snprintf(msg, sizeof msg,
                "invalid memory access (%s at address %p) in kernel '%s' (block (%u,%u,%u), "
                "thread (%u,%u,%u))",
-               sig == SIGSEGV ? "SIGSEGV" : (sig == SIGBUS ? "SIGBUS" : "SIGFPE"), info->si_addr,
-               w->launch->name, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y,
-               threadIdx.z);
+               sig == SIGSEGV ? "SIGSEGV" : "SIGBUS", info->si_addr, w->launch->name, blockIdx.x,
+               blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
     die(msg);
   }
   signal(sig, SIG_DFL);
@@ -941,11 +983,8 @@ static void dump_copy(const char* text, const char* file, int line, int code, co
     g_dump_opened = true;
     const char* path = getenv("SIRIUS_DUMP");
     if (path && *path) {
-      g_dump = fopen(path, "wb");
+      g_dump = fopen(path, "wb");  // flushed after every record, closed by exit
       if (!g_dump) fatal("cannot write the copy dump %s", path);
-      atexit([] {
-        if (g_dump) fclose(g_dump), g_dump = nullptr;
-      });
     }
   }
   if (!g_dump) return;
@@ -960,6 +999,52 @@ static void dump_copy(const char* text, const char* file, int line, int code, co
   fwrite(&n, 8, 1, g_dump);
   if (bytes) fwrite(data, 1, bytes, g_dump);
   fflush(g_dump);
+}
+
+// Managed buffers (see track_managed in api.h), dumped at cudaFree or exit.
+struct Managed {
+  const void* p;
+  size_t bytes;
+  int code;
+  const char* file;
+  int line;
+};
+static std::vector<Managed>& managed_buffers() {
+  static std::vector<Managed>& v = *new std::vector<Managed>();
+  return v;
+}
+
+static void dump_managed(const Managed& m) {
+  dump_copy("", m.file, m.line, m.code, "cudaMallocManaged", m.p, m.bytes);
+}
+
+void track_managed(const void* p, size_t bytes, int code, const char* file, int line) {
+  if (!p) return;
+  std::lock_guard<std::mutex> lock(g_mem_mutex);
+  if (managed_buffers().empty()) {
+    atexit([] {
+      std::vector<Managed> live;
+      {
+        std::lock_guard<std::mutex> lock(g_mem_mutex);
+        live.swap(managed_buffers());
+      }
+      for (const Managed& m : live) dump_managed(m);
+    });
+  }
+  managed_buffers().push_back({p, bytes, code, file, line});
+}
+
+static void free_managed(const void* p) {
+  Managed found{};
+  {
+    std::lock_guard<std::mutex> lock(g_mem_mutex);
+    auto& v = managed_buffers();
+    auto it = std::find_if(v.begin(), v.end(), [p](const Managed& m) { return m.p == p; });
+    if (it == v.end()) return;
+    found = *it;
+    v.erase(it);
+  }
+  dump_managed(found);
 }
 
 static bool is_device(const void* p, size_t bytes) {
@@ -1027,6 +1112,7 @@ cudaError_t memcpy2d_impl(const char* text, const char* file, int line, int code
 
 static struct Init {
   Init() {
+    g_stacks.reserve(1 << 16);  // the crash handler reads it: avoid moving it
     worker();
     struct sigaction sa;
     std::memset(&sa, 0, sizeof sa);
@@ -1042,6 +1128,40 @@ static struct Init {
 }  // namespace __sirius
 
 using namespace __sirius;
+
+// ------------------------------------------------------------------ bfloat16
+// The conversions clang calls for __bf16 arithmetic, which the system's
+// compiler runtime may lack. Round to nearest even; NaN stays NaN.
+
+static unsigned short float_to_bf16_bits(float f) {
+  unsigned u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
+  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+extern "C" __bf16 __truncsfbf2(float f) {
+  unsigned short b = float_to_bf16_bits(f);
+  __bf16 r;
+  std::memcpy(&r, &b, 2);
+  return r;
+}
+
+extern "C" __bf16 __truncdfbf2(double d) {
+  // double -> float rounding to odd, then float -> bfloat16 to nearest even:
+  // no double rounding.
+  float f = (float)d;
+  if ((double)f != d && d == d && std::isfinite(f)) {
+    unsigned u;
+    std::memcpy(&u, &f, 4);
+    if (!(u & 1u)) {
+      bool toward_larger_magnitude = std::fabs((double)f) < std::fabs(d);
+      u = toward_larger_magnitude ? u + 1u : u - 1u;
+      std::memcpy(&f, &u, 4);
+    }
+  }
+  return __truncsfbf2(f);
+}
 
 // ------------------------------------------------------------------ printf
 
@@ -1088,7 +1208,10 @@ cudaError_t cudaMallocPitch(void** ptr, size_t* pitch, size_t width, size_t heig
 cudaError_t cudaMallocAsync(void** ptr, size_t bytes, cudaStream_t) {
   return allocate(ptr, bytes, kDevice);
 }
-cudaError_t cudaFree(void* ptr) { return release(ptr, false); }
+cudaError_t cudaFree(void* ptr) {
+  free_managed(ptr);
+  return release(ptr, false);
+}
 cudaError_t cudaFreeHost(void* ptr) { return release(ptr, true); }
 cudaError_t cudaFreeAsync(void* ptr, cudaStream_t) { return release(ptr, false); }
 cudaError_t cudaHostRegister(void* ptr, size_t bytes, unsigned int) {
@@ -1153,6 +1276,25 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   size_t avail = (size_t)sysconf(_SC_AVPHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
   if (free_bytes) *free_bytes = avail;
   if (total_bytes) *total_bytes = total;
+  return cudaSuccess;
+}
+cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* a, const void* ptr) {
+  if (!a) return ret(cudaErrorInvalidValue);
+  Range r;
+  uintptr_t base;
+  a->device = 0;
+  a->devicePointer = nullptr;
+  a->hostPointer = nullptr;
+  a->type = cudaMemoryTypeUnregistered;
+  if (find_range(ptr, 0, &base, &r)) {
+    a->type = r.kind == kManaged ? cudaMemoryTypeManaged
+              : (r.kind == kPinned || r.kind == kRegistered) ? cudaMemoryTypeHost
+                                                              : cudaMemoryTypeDevice;
+    a->devicePointer = (void*)ptr;
+    if (a->type != cudaMemoryTypeDevice) a->hostPointer = (void*)ptr;
+  } else {
+    a->hostPointer = (void*)ptr;
+  }
   return cudaSuccess;
 }
 cudaError_t cudaMemPrefetchAsync(const void*, size_t, int, cudaStream_t) { return cudaSuccess; }
@@ -1304,6 +1446,18 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { retur
 cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
   if (least) *least = 0;
   if (greatest) *greatest = -5;
+  return cudaSuccess;
+}
+
+cudaError_t cudaLaunchHostFunc(cudaStream_t, cudaHostFn_t fn, void* user_data) {
+  if (!fn) return ret(cudaErrorInvalidValue);
+  fn(user_data);
+  return cudaSuccess;
+}
+cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback,
+                                  void* user_data, unsigned int) {
+  if (!callback) return ret(cudaErrorInvalidValue);
+  callback(stream, cudaSuccess, user_data);
   return cudaSuccess;
 }
 

@@ -204,6 +204,20 @@ struct cudaFuncAttributes {
   int preferredShmemCarveout;
 };
 
+enum cudaMemoryType {
+  cudaMemoryTypeUnregistered = 0,
+  cudaMemoryTypeHost = 1,
+  cudaMemoryTypeDevice = 2,
+  cudaMemoryTypeManaged = 3
+};
+struct cudaPointerAttributes {
+  enum cudaMemoryType type;
+  int device;
+  void* devicePointer;
+  void* hostPointer;
+};
+typedef void (*cudaHostFn_t)(void* user_data);
+
 struct cudaPitchedPtr {
   void* ptr;
   size_t pitch;
@@ -237,6 +251,7 @@ cudaError_t cudaMemset(void* ptr, int value, size_t bytes);
 cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t stream = 0);
 cudaError_t cudaMemset2D(void* ptr, size_t pitch, int value, size_t width, size_t height);
 cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes);
+cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const void* ptr);
 cudaError_t cudaMemPrefetchAsync(const void* ptr, size_t bytes, int device, cudaStream_t stream = 0);
 
 cudaError_t cudaDeviceSynchronize(void);
@@ -265,6 +280,12 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream);
 cudaError_t cudaStreamQuery(cudaStream_t stream);
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags = 0);
 cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest);
+// Host functions and callbacks run at once: the stream has finished all
+// earlier work by the time they are enqueued.
+cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* user_data);
+typedef void (*cudaStreamCallback_t)(cudaStream_t stream, cudaError_t status, void* user_data);
+cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback,
+                                  void* user_data, unsigned int flags);
 
 cudaError_t cudaEventCreate(cudaEvent_t* event);
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags);
@@ -289,6 +310,7 @@ cudaError_t memcpy2d_impl(const char* args_text, const char* file, int line, int
                           void* dst, size_t dpitch, const void* src, size_t spitch,
                           size_t width, size_t height, cudaMemcpyKind kind, const char* what);
 cudaError_t symbol_range(const void* symbol, size_t size);
+void track_managed(const void* p, size_t bytes, int elem_code, const char* file, int line);
 void set_error(cudaError_t error);
 void unsupported(const char* what);
 
@@ -305,6 +327,7 @@ SIRIUS_ELEM(float3, kF32) SIRIUS_ELEM(float4, kF32)
 SIRIUS_ELEM(double, kF64) SIRIUS_ELEM(double1, kF64) SIRIUS_ELEM(double2, kF64)
 SIRIUS_ELEM(double3, kF64) SIRIUS_ELEM(double4, kF64)
 SIRIUS_ELEM(_Float16, kF16)
+SIRIUS_ELEM(__bf16, kBF16)
 SIRIUS_ELEM(signed char, kI8) SIRIUS_ELEM(unsigned char, kU8)
 SIRIUS_ELEM(short, kI16) SIRIUS_ELEM(unsigned short, kU16)
 SIRIUS_ELEM(int, kI32) SIRIUS_ELEM(int1, kI32) SIRIUS_ELEM(int2, kI32)
@@ -325,9 +348,16 @@ template <class T> constexpr int elem_code() {
 template <class T> inline cudaError_t cudaMalloc(T** ptr, size_t bytes) {
   return cudaMalloc((void**)ptr, bytes);
 }
+// Managed memory is read by the host without copies; so that `sirius verify`
+// sees it, each managed buffer is recorded in the copy dump when it is freed
+// or, if never freed, when the program exits.
 template <class T>
-inline cudaError_t cudaMallocManaged(T** ptr, size_t bytes, unsigned int flags = cudaMemAttachGlobal) {
-  return cudaMallocManaged((void**)ptr, bytes, flags);
+inline cudaError_t cudaMallocManaged(T** ptr, size_t bytes, unsigned int flags = cudaMemAttachGlobal,
+                                     const char* file = __builtin_FILE(),
+                                     int line = __builtin_LINE()) {
+  cudaError_t e = cudaMallocManaged((void**)ptr, bytes, flags);
+  if (e == cudaSuccess) __sirius::track_managed(*ptr, bytes, __sirius::elem_code<T>(), file, line);
+  return e;
 }
 template <class T> inline cudaError_t cudaMallocHost(T** ptr, size_t bytes) {
   return cudaMallocHost((void**)ptr, bytes);

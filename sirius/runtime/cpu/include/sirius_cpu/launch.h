@@ -3,6 +3,8 @@
 // The source rewrite turns `kernel<<<grid, block, shmem, stream>>>(args)` into
 //   ::__sirius::launch(::__sirius::LaunchConfig(grid, block, shmem, stream),
 //                      "kernel", [=](auto... a) { kernel(a...); }, args)
+// (with `.max_threads(N)` after the config for a kernel declared with
+// __launch_bounds__(N))
 // so that overloads, templates with deduced arguments and default arguments
 // resolve as in CUDA. The arguments are evaluated once, at the launch, and
 // every CUDA thread gets its own copy.
@@ -23,14 +25,20 @@ struct LaunchConfig {
   dim3 grid, block;
   size_t shmem;
   cudaStream_t stream;
+  unsigned bound = 0;  // the kernel's __launch_bounds__ (0: none)
   LaunchConfig(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = 0)
       : grid(g), block(b), shmem(s), stream(st) {}
+  LaunchConfig& max_threads(unsigned n) {
+    bound = n;
+    return *this;
+  }
 };
 
 struct LaunchBase {
   const char* name;
   dim3 grid, block;
   size_t shmem;
+  unsigned bound;
   void (*invoke)(LaunchBase*);
 };
 
@@ -52,6 +60,7 @@ template <class F, class Args> struct Launch : LaunchBase {
     grid = c.grid;
     block = c.block;
     shmem = c.shmem;
+    bound = c.bound;
     invoke = &Launch::call;
   }
   static void call(LaunchBase* base) {
