@@ -27,7 +27,7 @@ demo: setup
 	$(VENV)/bin/sirius verify $(DEMO) build/demo_optimized.cu --backend cpu $(DEMO_FLAGS)
 
 test: setup
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile
 
 clean:
 	rm -rf $(VENV) .sirius-cache build *.egg-info

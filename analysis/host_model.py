@@ -125,8 +125,11 @@ class _HostEvaluator(Evaluator):
         super().__init__(func, layout, loop_prefix="h")
         self.slot_alloc: dict[int, int] = {}  # id(alloca) -> allocation id
         self.reassigned: set[int] = set()
+        self.bound_args: dict[int, object] = {}  # entry parameters bound at the caller's call site
 
     def leaf(self, v: Value):
+        if isinstance(v, Arg) and v.index in self.bound_args:
+            return self.bound_args[v.index]
         if isinstance(v, Instr) and v.opcode == "load" and v.type == "ptr":
             slot = v.operands[0]
             aid = self.slot_alloc.get(id(slot))
@@ -186,7 +189,7 @@ def _arg_array_slots(array: Value, call: Instr, ev: Evaluator) -> dict[int, Valu
 
 
 class _HostModelBuilder:
-    def __init__(self, module: Module, entry: str, alloc_names, kernel_of_stub):
+    def __init__(self, module: Module, entry: str, alloc_names, kernel_of_stub, caller: "_HostModelBuilder | None" = None):
         self.module = module
         if entry not in module.functions or module.functions[entry].is_declaration:
             raise InputError(f"error: entry function '{entry}' is not defined in the program")
@@ -197,6 +200,8 @@ class _HostModelBuilder:
         self.kernel_of_stub = kernel_of_stub  # callable(stub name) -> kernel name | None
         self.allocations: list[Allocation] = []
         self.alloc_by_id: dict[int, Allocation] = {}
+        if caller is not None:
+            self._bind_to_caller(caller, entry)
         self.statements: list[HostStatement] = []
         self.notes: list[str] = []
 
@@ -228,6 +233,21 @@ class _HostModelBuilder:
         return HostModel(self.func.name, tuple(self.statements), tuple(self.allocations), loops, tuple(self.notes))
 
     # ---------------------------------------------------------------- helpers
+    def _bind_to_caller(self, caller: "_HostModelBuilder", entry: str) -> None:
+        """Parameters of the entry take the caller's allocations when every call
+        passes the same ones (a helper like ``model_forward(d_X, d_W, …)``)."""
+        caller._find_allocation_slots()
+        self.allocations = list(caller.allocations)
+        self.alloc_by_id = dict(caller.alloc_by_id)
+        calls = [ins for ins in caller.func.instructions() if ins.callee == entry]
+        if not calls:
+            self.notes.append(f"{entry} is not called from {caller.func.name}: its pointer parameters are unknown")
+            return
+        for i in range(len(self.func.args)):
+            values = [caller.ev.value(c.operands[i]) for c in calls if i < len(c.operands) - 1]
+            if values and all(v is not None and v == values[0] for v in values) and isinstance(values[0], (Pointer, Expr)):
+                self.ev.bound_args[i] = values[0]
+
     def _find_allocation_slots(self) -> None:
         per_line: dict[int | None, int] = {}
         for ins in self.func.instructions():
@@ -369,6 +389,12 @@ class _HostModelBuilder:
         return False
 
 
-def build_host_model(module: Module, entry: str, alloc_names, kernel_of_stub) -> HostModel:
-    """Model the statements of ``entry`` in the host IR module (see the module docstring)."""
-    return _HostModelBuilder(module, entry, alloc_names, kernel_of_stub).run()
+def build_host_model(module: Module, entry: str, alloc_names, kernel_of_stub, caller: str | None = None) -> HostModel:
+    """Model the statements of ``entry`` in the host IR module (see the module docstring).
+
+    With ``caller`` (``main``, when the entry is a helper it calls), the
+    allocations are the caller's and the entry's parameters are bound to
+    what every call site passes.
+    """
+    parent = _HostModelBuilder(module, caller, alloc_names, kernel_of_stub) if caller else None
+    return _HostModelBuilder(module, entry, alloc_names, kernel_of_stub, parent).run()

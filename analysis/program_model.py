@@ -238,7 +238,10 @@ def analyze_program(job: CompileJob, entry: str = "main") -> ProgramModel:
         sites = [a for a in source.allocations if a.line == line]
         return sites[ordinal].variable if ordinal < len(sites) else None
 
-    host_model = build_host_model(host, entry, alloc_name, kernel_of_stub)
+    entry_ir = _entry_function(host, entry, demangle)
+    caller = "main" if entry_ir != "main" and "main" in host.functions and \
+        not host.functions["main"].is_declaration else None
+    host_model = build_host_model(host, entry_ir, alloc_name, kernel_of_stub, caller)
     if not host_model.launches:
         raise InputError(f"error: {job.path}: no kernel launches found in '{entry}'"
                          + ("; " + "; ".join(host_model.notes) if host_model.notes else ""))
@@ -258,6 +261,15 @@ def analyze_program(job: CompileJob, entry: str = "main") -> ProgramModel:
         model.launches.append(_instance(stmt, kernel, site))
         used[stmt.line or -1] = used.get(stmt.line or -1, 0) + 1
     return model
+
+
+def _entry_function(host, entry: str, demangle) -> str:
+    """The IR name of the entry: as given, or the function whose source name it is."""
+    if entry in host.functions:
+        return entry
+    matches = [name for name, f in host.functions.items() if not f.is_declaration
+               and _short_name(demangle(name)).split("::")[-1] == entry]
+    return matches[0] if len(matches) == 1 else entry
 
 
 def launch_count(model: ProgramModel) -> int | None:

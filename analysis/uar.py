@@ -32,7 +32,9 @@ some value, which only adds edges.
 from __future__ import annotations
 
 import math
+import os
 import re
+import sys
 from dataclasses import dataclass, field
 
 import islpy as isl
@@ -46,6 +48,7 @@ from sirius.analysis.program_model import LaunchInstance, ProgramModel, launch_s
 from sirius.analysis.symbolic import Expr
 
 BLOCK = ("bx", "by", "bz")
+_KERNEL_ITERATOR = re.compile(r"k\d+")
 THREAD = ("tx", "ty", "tz")
 
 
@@ -196,6 +199,9 @@ def _touch_map(t: _Touch, unit: int, alloc_bytes: dict[str, int | None], ctx: st
     else:
         inner.append("0 <= e" + (f" < {total // unit}" if total else ""))
     kvars = [n for n, _ in t.kernel_loops]
+    # a kernel loop iterator used outside its loop (a value carried out of the loop): any value
+    used = (t.offset.symbols() if t.offset is not None else set()) | (t.guard.symbols() if t.guard else set())
+    kvars += sorted(n for n in used if _KERNEL_ITERATOR.fullmatch(n) and n not in kvars)
     body = " and ".join(inner)
     if kvars:
         body = f"exists ({', '.join(kvars)} : {body})"
@@ -204,7 +210,15 @@ def _touch_map(t: _Touch, unit: int, alloc_bytes: dict[str, int | None], ctx: st
     for expr_src in [t.offset] if t.offset is not None else []:
         params |= expr_src.symbols()
     text = f"{{ S{stmt.index}[{', '.join(dims)}] -> {_ident(t.buffer)}[e] : {' and '.join(c for c in cons if c)} }}"
-    return isl.Map(ctx + text)
+    try:
+        return isl.Map(ctx + text)
+    except isl.Error:
+        if os.environ.get("SIRIUS_DEBUG"):
+            print(f"sirius: isl could not read {ctx + text}", file=sys.stderr)
+        if t.offset is None and t.guard is None and not t.kernel_loops:
+            raise
+        # widen: the whole allocation, for every instance of the statement
+        return _touch_map(_Touch(t.stmt, t.buffer, t.kind, None, t.size, None), unit, alloc_bytes, ctx)
 
 
 def _params_of(touches: list[_Touch], dims_of) -> list[str]:
@@ -221,7 +235,7 @@ def _params_of(touches: list[_Touch], dims_of) -> list[str]:
         if t.stmt.domain is not None:
             syms |= t.stmt.domain.symbols()
         names |= syms - set(dims_of(t.stmt)) - {n for n, _ in t.kernel_loops}
-    return sorted(n for n in names if not n.startswith("__"))
+    return sorted(n for n in names if not n.startswith("__") and not _KERNEL_ITERATOR.fullmatch(n))
 
 
 def _rename(m: isl.Map, suffix_in: str, suffix_out: str) -> isl.Map:

@@ -2,13 +2,15 @@
 
 Each subcommand lives in ``sirius/commands/<name>.py`` and exposes ``HELP``,
 ``add_arguments(parser)`` and ``execute(args) -> int``. Exit codes: 0 success,
-1 a check failed (e.g. ``verify`` found a difference), 2 bad input or toolchain.
+1 a check failed (e.g. ``verify`` found a difference), 2 bad input or toolchain,
+3 an internal error (a bug; ``SIRIUS_DEBUG=1`` shows the traceback).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from sirius import __version__
@@ -23,7 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="sirius",
         description="Whole-program optimizer for CUDA programs: analyzes kernel "
         "launches, proves which can be merged, and fuses them.",
-        epilog="Exit codes: 0 success, 1 a check failed, 2 bad input or missing toolchain.",
+        epilog="Exit codes: 0 success, 1 a check failed, 2 bad input or missing toolchain, "
+               "3 internal error (set SIRIUS_DEBUG=1 for the traceback).",
     )
     parser.add_argument("--version", action="version", version=f"sirius {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -49,6 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as err:  # a bug of ours: say so plainly, keep the traceback for debugging
+        if os.environ.get("SIRIUS_DEBUG"):
+            raise
+        print(f"internal error: {type(err).__name__}: {err}\n"
+              "this is a bug in sirius; run again with SIRIUS_DEBUG=1 for the traceback", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":
