@@ -238,7 +238,8 @@ class _RegionScheduler:
                 return (f"{self.inst[idx].kernel.name} returns early (line {exits[0].line}) before a barrier; "
                         "inside a fused kernel the returning threads would not exit and later barriers "
                         "would pair up differently")
-        shared = sum(s.bytes or 0 for i in lane for s in self.inst[i].kernel.shared if not s.dynamic)
+        kernels = {self.inst[i].kernel.mangled: self.inst[i].kernel for i in lane}  # one set per fragment function
+        shared = sum(s.bytes or 0 for k in kernels.values() for s in k.shared if not s.dynamic)
         if shared > STATIC_SHARED_LIMIT:
             return f"static shared memory of the fragments ({shared} bytes) exceeds {STATIC_SHARED_LIMIT}"
         dynamic = [i for i in lane if any(s.dynamic for s in self.inst[i].kernel.shared)]
@@ -373,6 +374,11 @@ class _RegionScheduler:
         dyn = [i for lane in lanes for i in lane if any(s.dynamic for s in self.inst[i].kernel.shared)]
         if len(dyn) > 1:
             return "more than one fragment uses dynamic shared memory"
+        # every block of a fused kernel holds the static shared arrays of all its fragments
+        kernels = {self.inst[i].kernel.mangled: self.inst[i].kernel for lane in lanes for i in lane}
+        shared = sum(s.bytes or 0 for k in kernels.values() for s in k.shared if not s.dynamic)
+        if shared > STATIC_SHARED_LIMIT:
+            return f"static shared memory of the fragments ({shared} bytes) exceeds {STATIC_SHARED_LIMIT}"
         return None
 
     def merge_horizontal(self) -> None:
