@@ -402,8 +402,10 @@ class _RegionScheduler:
                     break
 
     def _note(self, ga: _Group, gb: _Group, reason: str) -> None:
-        names = tuple(sorted(ga.members + gb.members))
-        self.notes.append(Refusal(names, reason))
+        """Why two connected groups stay apart, once per pair of groups (named by their
+        first launches; the last reason seen wins)."""
+        key = (min(ga.members), min(gb.members))
+        self.notes = [n for n in self.notes if n.launches != key] + [Refusal(key, reason)]
 
     def ordered_groups(self) -> list[_Group]:
         g = self._graph()
@@ -448,10 +450,9 @@ def build_schedule(model: ProgramModel, uar: UAR, source: str, arrangement: str 
                                tuple(str(grp.reindex[i]) if i in grp.reindex else None for i in lane))
                           for lane in grp.lanes)
             schedule.groups.append(FusionGroup(len(schedule.groups), region.id, lanes))
-        fused = {m for g in schedule.groups for m in g.launches if len(g.launches) > 1}
         for note in rs.notes:
-            if not all(m in fused and schedule.group_of(m) is schedule.group_of(note.launches[0])
-                       for m in note.launches):
+            a, b = note.launches
+            if schedule.group_of(a) is not schedule.group_of(b):
                 schedule.refusals.append(note)
     # a launch that stays alone because of a dependence is explained by the notes above
     return schedule
