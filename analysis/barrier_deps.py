@@ -15,6 +15,7 @@ non-affine access conflicts with every access of its buffer (widening).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import islpy as isl
@@ -48,6 +49,11 @@ class BarrierRole:
     def needed(self) -> bool:
         """Some virtual dependence is ordered by this barrier alone."""
         return any(len(d.ordered_by) == 1 for d in self.orders)
+
+
+@functools.lru_cache(maxsize=256)
+def _cross_thread_text(n_in: int, n_out: int, ctx_params: str) -> str:
+    return str(_cross_thread(n_in, n_out, ctx_params))
 
 
 def _cross_thread(n_in: int, n_out: int, ctx_params: str) -> isl.Map:
@@ -112,7 +118,7 @@ def barrier_dependences(inst: LaunchInstance) -> tuple[list[VirtualDependence], 
             n_in, n_out = rel.dim(isl.dim_type.in_), rel.dim(isl.dim_type.out)
             params = [rel.get_dim_name(isl.dim_type.param, i) for i in range(rel.dim(isl.dim_type.param))]
             ctx = f"[{', '.join(params)}] -> " if params else ""
-            rel = rel.intersect(_cross_thread(n_in, n_out, ctx))
+            rel = rel.intersect(isl.Map(_cross_thread_text(n_in, n_out, ctx)))
             if rel.is_empty():
                 continue
             common: list[str] = []

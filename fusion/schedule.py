@@ -187,6 +187,8 @@ class _RegionScheduler:
                      and d.src != d.dst]
         self.groups = [_Group([[i]]) for i in region.launches]
         self.notes: list[Refusal] = []
+        self._active_cache: dict[int, isl.Set] = {}
+        self._reindex_cache: dict[tuple, object] = {}
 
     # group graph: an edge when some dependence goes from one group to the other
     def _graph(self) -> nx.DiGraph:
@@ -258,6 +260,11 @@ class _RegionScheduler:
         return rel.reset_tuple_id(isl.dim_type.in_).reset_tuple_id(isl.dim_type.out)
 
     def _active(self, idx: int) -> isl.Set:
+        if idx not in self._active_cache:
+            self._active_cache[idx] = self._compute_active(idx)
+        return self._active_cache[idx]
+
+    def _compute_active(self, idx: int) -> isl.Set:
         inst = self.inst[idx]
         dom = None
         for m in instance_maps(inst.statement, inst.kernel, inst.bindings, dims=list(SIX)):
@@ -270,6 +277,12 @@ class _RegionScheduler:
     def _try_reindex(self, ga: _Group, gb: _Group):
         """(sigma, needs barrier) to run ``gb``'s one launch re-indexed at the end of
         ``ga``'s lane, or a reason why not, or None when it does not apply."""
+        key = (tuple(tuple(lane) for lane in ga.lanes), tuple(gb.members))
+        if key not in self._reindex_cache:
+            self._reindex_cache[key] = self._compute_reindex(ga, gb)
+        return self._reindex_cache[key]
+
+    def _compute_reindex(self, ga: _Group, gb: _Group):
         if len(ga.lanes) != 1 or len(gb.members) != 1 or len(ga.members) == 0:
             return None
         m, lane = gb.members[0], ga.lanes[0]
