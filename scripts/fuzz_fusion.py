@@ -29,7 +29,12 @@ def main() -> int:
     args = ap.parse_args()
     a, b = (int(x) for x in args.seeds.split(":"))
     start = time.perf_counter()
-    results = fuzz(range(a, b), args.jobs, args.arrangement, args.keep)
+    def show(r: dict) -> None:
+        state = "ok" if r["ok"] else f"FAILED ({r['stage']})"
+        print(f"seed {r['seed']}: {state} launches {r.get('launches_before')} -> {r.get('launches_after')}",
+              flush=True)
+
+    results = fuzz(range(a, b), args.jobs, args.arrangement, args.keep, progress=show)
     wall = time.perf_counter() - start
     bad = [r for r in results if not r["ok"]]
     for r in bad:

@@ -43,9 +43,18 @@ def run_seed(seed: int, workdir: Path, arrangement: str) -> dict:
             "optimize_s": round(t_opt, 3), "verify_s": round(t_ver, 3)}
 
 
-def fuzz(seeds: range, jobs: int = 2, arrangement: str = "auto", keep: Path | None = None) -> list[dict]:
+def fuzz(seeds: range, jobs: int = 2, arrangement: str = "auto", keep: Path | None = None,
+         progress=None) -> list[dict]:
+    """Run every seed; ``progress(result)`` is called as each one finishes."""
     with tempfile.TemporaryDirectory(prefix="sirius-fuzz-") as tmp:
         workdir = keep or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
+
+        def one(seed: int) -> dict:
+            result = run_seed(seed, workdir, arrangement)
+            if progress is not None:
+                progress(result)
+            return result
+
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            return list(pool.map(lambda s: run_seed(s, workdir, arrangement), seeds))
+            return list(pool.map(one, seeds))
