@@ -283,7 +283,9 @@ def generate(model: ProgramModel, schedule: Schedule, source: str) -> tuple[str,
     data = source.encode()
     used = [insts[i] for g in multi for i in g.launches]
     insert_at = max(decls[i.statement.index].range.end_offset for i in used)
-    entry = model.source.function_ranges.get(model.host.entry)
+    entry = model.source.function_ranges.get(model.host.entry) or next(
+        (r for name, r in model.source.function_ranges.items()
+         if model.host.entry.startswith("_Z") and f"{len(name)}{name}" in model.host.entry), None)
     prototypes = ""
     if entry is not None and insert_at > entry.start_offset:
         prototypes = "".join(

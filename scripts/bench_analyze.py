@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
-"""Median wall time of `sirius analyze` (with the UAR) per program.
+"""Median wall time of `sirius analyze` (with the UAR), or of `sirius optimize`, per program.
 
-Usage: scripts/bench_analyze.py [--runs N] [--json OUT] PROGRAM.cu [PROGRAM.cu ...] [-- -DNAME=V ...]
+Usage: scripts/bench_analyze.py [--runs N] [--command analyze|optimize] [--json OUT] PROGRAM.cu ... [-- -DNAME=V ...]
 
 Each program is analyzed N times in a fresh process (compile to IR, libclang
-index, kernel and host models, UAR); the median and the spread are printed.
+index, kernel and host models, UAR); the median wall time, the median CPU time
+of the process and its children (steadier on a shared machine), and the spread
+are printed.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -28,23 +31,32 @@ def main() -> int:
     ap.add_argument("programs", nargs="+")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--json", help="write the figures to this file")
+    ap.add_argument("--command", choices=("analyze", "optimize"), default="analyze",
+                    help="time `sirius analyze` (default) or `sirius optimize` (output to a temporary file)")
     args = ap.parse_args(argv)
     sirius = str(Path(sys.executable).parent / "sirius")
     rows = []
     for prog in args.programs:
-        times = []
+        times, cpu = [], []
         for _ in range(args.runs):
             start = time.perf_counter()
-            proc = subprocess.run([sirius, "analyze", prog, "--quiet", "--json", "/dev/null", *extra],
-                                  capture_output=True, text=True)
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if args.command == "analyze":
+                cmd = [sirius, "analyze", prog, "--quiet", "--json", "/dev/null", *extra]
+            else:
+                cmd = [sirius, "optimize", prog, "-o", "/dev/null", *extra]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
             times.append(time.perf_counter() - start)
+            cpu.append((after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime))
             if proc.returncode != 0:
                 print(f"{prog}: failed: {proc.stderr.strip()}", file=sys.stderr)
                 return 1
         rows.append({"program": prog, "runs": args.runs, "median_s": round(statistics.median(times), 3),
-                     "min_s": round(min(times), 3), "max_s": round(max(times), 3)})
-        print(f"{prog:45s} median {statistics.median(times):7.3f} s  (min {min(times):.3f}, max {max(times):.3f}, "
-              f"{args.runs} runs)")
+                     "min_s": round(min(times), 3), "max_s": round(max(times), 3),
+                     "median_cpu_s": round(statistics.median(cpu), 3)})
+        print(f"{prog:45s} median {statistics.median(times):7.3f} s wall, {statistics.median(cpu):7.3f} s CPU "
+              f"(min wall {min(times):.3f}, max {max(times):.3f}, {args.runs} runs)")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
     return 0
