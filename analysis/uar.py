@@ -31,6 +31,7 @@ some value, which only adds edges.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -49,6 +50,21 @@ from sirius.analysis.symbolic import Expr
 
 BLOCK = ("bx", "by", "bz")
 _KERNEL_ITERATOR = re.compile(r"k\d+")
+# isl operations allowed for one re-indexing question; past it the answer is "not established"
+REINDEX_OPERATION_BUDGET = 2_000_000
+
+
+@contextlib.contextmanager
+def isl_budget(operations: int):
+    """Bound the isl work of a question; isl raises ``isl.Error`` when it runs out."""
+    ctx = isl.DEFAULT_CONTEXT
+    ctx.reset_operations()
+    ctx.set_max_operations(operations)
+    try:
+        yield
+    finally:
+        ctx.set_max_operations(0)
+        ctx.reset_operations()
 THREAD = ("tx", "ty", "tz")
 
 
@@ -404,6 +420,14 @@ def _reindexed_width(pi: isl.Map, moved: HostStatement, anchor: HostStatement, m
     defined on every active instance of ``moved``; block-level when each
     instance of ``moved`` depends on one block of ``anchor`` only.
     """
+    try:
+        with isl_budget(REINDEX_OPERATION_BUDGET):
+            return _reindexed_width_exact(pi, moved, anchor, maps)
+    except isl.Error:
+        return None  # too costly to establish: no re-indexed width (the launched width stands)
+
+
+def _reindexed_width_exact(pi: isl.Map, moved: HostStatement, anchor: HostStatement, maps) -> str | None:
     active = _active(moved, maps)
     if active is None or not active.is_subset(_strip_names(pi.domain())):
         return None  # some instance of ``moved`` would have nowhere to run

@@ -30,7 +30,7 @@ import networkx as nx
 from sirius.analysis.host_model import HostStatement
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.analysis.program_model import instance_maps
-from sirius.analysis.uar import UAR, Dependence, is_mapping_kernel
+from sirius.analysis.uar import REINDEX_OPERATION_BUDGET, UAR, Dependence, is_mapping_kernel, isl_budget
 
 SIX = ("bx", "by", "bz", "tx", "ty", "tz")
 
@@ -279,7 +279,11 @@ class _RegionScheduler:
         ``ga``'s lane, or a reason why not, or None when it does not apply."""
         key = (tuple(tuple(lane) for lane in ga.lanes), tuple(gb.members))
         if key not in self._reindex_cache:
-            self._reindex_cache[key] = self._compute_reindex(ga, gb)
+            try:
+                with isl_budget(REINDEX_OPERATION_BUDGET):
+                    self._reindex_cache[key] = self._compute_reindex(ga, gb)
+            except isl.Error:
+                self._reindex_cache[key] = "re-indexing is too costly to establish"
         return self._reindex_cache[key]
 
     def _compute_reindex(self, ga: _Group, gb: _Group):
