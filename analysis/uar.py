@@ -51,7 +51,7 @@ from sirius.analysis.symbolic import Expr
 BLOCK = ("bx", "by", "bz")
 _KERNEL_ITERATOR = re.compile(r"k\d+")
 # isl operations allowed for one re-indexing question; past it the answer is "not established"
-REINDEX_OPERATION_BUDGET = 2_000_000
+REINDEX_OPERATION_BUDGET = 300_000
 
 
 @contextlib.contextmanager
