@@ -389,12 +389,16 @@ class _HostModelBuilder:
         return False
 
 
-def build_host_model(module: Module, entry: str, alloc_names, kernel_of_stub, caller: str | None = None) -> HostModel:
+def build_host_model(module: Module, entry: str, alloc_names, kernel_of_stub,
+                     callers: tuple[str, ...] = ()) -> HostModel:
     """Model the statements of ``entry`` in the host IR module (see the module docstring).
 
-    With ``caller`` (``main``, when the entry is a helper it calls), the
-    allocations are the caller's and the entry's parameters are bound to
-    what every call site passes.
+    With ``callers`` (``("main",)``, or ``("main", "run_model")`` when the
+    entry is a helper called through others, outermost first), allocations
+    are the outermost caller's and each function's parameters are bound to
+    what every call site in its caller passes.
     """
-    parent = _HostModelBuilder(module, caller, alloc_names, kernel_of_stub) if caller else None
+    parent = None
+    for name in callers:
+        parent = _HostModelBuilder(module, name, alloc_names, kernel_of_stub, parent)
     return _HostModelBuilder(module, entry, alloc_names, kernel_of_stub, parent).run()

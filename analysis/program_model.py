@@ -241,16 +241,22 @@ def analyze_program(job: CompileJob, entry: str = "main") -> ProgramModel:
     entry_ir = _entry_function(host, entry, demangle)
     caller = "main" if entry_ir != "main" and "main" in host.functions and \
         not host.functions["main"].is_declaration else None
-    host_model = build_host_model(host, entry_ir, alloc_name, kernel_of_stub, caller)
-    launchers = sorted({n.split("call of ", 1)[1].split(",", 1)[0] for n in host_model.notes if "call of " in n})
-    if not host_model.launches and caller is None and len(launchers) == 1:
-        # main only calls one helper that launches everything (generated programs
-        # do): model that helper, its parameters bound to main's allocations
-        helper = launchers[0]
-        host_model = build_host_model(host, helper, alloc_name, kernel_of_stub, entry_ir)
+    callers: tuple[str, ...] = (caller,) if caller else ()
+    host_model = build_host_model(host, entry_ir, alloc_name, kernel_of_stub, callers)
+    chain = [entry_ir]
+    while not host_model.launches and len(chain) < 4:
+        # the entry only calls one helper that launches everything (generated programs
+        # do, sometimes through another helper): model that helper, its parameters
+        # bound through the chain of calls to the outermost allocations
+        launchers = sorted({n.split("call of ", 1)[1].split(",", 1)[0] for n in host_model.notes if "call of " in n})
+        if len(launchers) != 1:
+            break
+        callers, chain = callers + (chain[-1],), chain + [launchers[0]]
+        host_model = build_host_model(host, launchers[0], alloc_name, kernel_of_stub, callers)
+    if len(chain) > 1:
+        path = " -> ".join(_short_name(demangle(n)) for n in chain)
         host_model = HostModel(host_model.entry, host_model.statements, host_model.allocations, host_model.loops,
-                               host_model.notes + (f"entry {_short_name(demangle(helper))}: the helper "
-                                                   f"'{entry}' calls, which issues every launch",))
+                               host_model.notes + (f"entry {path}: the helper that issues every launch",))
     if not host_model.launches:
         raise InputError(f"error: {job.path}: no kernel launches found in '{entry}'"
                          + ("; " + "; ".join(host_model.notes) if host_model.notes else ""))
