@@ -125,7 +125,7 @@ class KernelModel:
 _INLINE_ASM = re.compile(r'\basm (?:sideeffect )?(?:alignstack )?(?:inteldialect )?"((?:[^"\\]|\\.)*)"')
 # register-only arithmetic (math library approximations): no memory, barriers or special registers
 _PURE_ASM = re.compile(r"\s*(?:(?:rcp|sqrt|rsqrt|ex2|lg2|sin|cos|tanh|mov|add|sub|mul|mad|fma|min|max|abs|neg|cvt|"
-                       r"and|or|xor|not|shl|shr|selp|set|setp|prmt|bfe|bfi|brev|popc|clz)"
+                       r"and|or|xor|not|shl|shr|selp|set|setp|prmt|bfe|bfi|brev|popc|clz|cvt|neg|abs)"
                        r"(?:\.[\w]+)*\s+[^;%]*?(?:\$\d+[^;%]*)*;\s*)+")
 _BARRIER_CALLS = re.compile(r"^llvm\.nvvm\.(barrier0|barrier\.(cta\.)?sync.*|barrier\.n)$")
 _WARP_BARRIER = "llvm.nvvm.bar.warp.sync"
@@ -221,8 +221,9 @@ def build_kernel_model(func: Function, module: Module, name: str, params: list[P
             if instr.opcode == "call":
                 asm = _INLINE_ASM.search(instr.text) if callee is None else None
                 if asm is not None:
-                    if not _PURE_ASM.fullmatch(asm.group(1)):
-                        unsupported.append(f"inline assembly at line {instr.line}: {asm.group(1)[:40]}")
+                    body = re.sub(r"\\0[9AaDd]|[{}]", " ", asm.group(1))  # braces and escaped whitespace
+                    if not _PURE_ASM.fullmatch(body):
+                        unsupported.append(f"inline assembly at line {instr.line}: {body.strip()[:40]}")
                 elif callee is None:
                     unsupported.append(f"indirect call at line {instr.line}")
                 elif _BARRIER_CALLS.match(callee):
@@ -257,6 +258,8 @@ def build_kernel_model(func: Function, module: Module, name: str, params: list[P
 
     early_exits = _early_exits(ev, func, barrier_blocks)
     loops = tuple(ev.loop_infos[lp.name] for lp in ev.loops if lp.name in ev.loop_infos)
+    if len(unsupported) > 3:  # keep reports readable: the first few sites and a count
+        unsupported = unsupported[:3] + [f"... and {len(unsupported) - 3} more such sites"]
     return KernelModel(name, func.name, tuple(params), tuple(used_shared.values()),
                        tuple(barriers), tuple(early_exits), loops, tuple(accesses), tuple(warp_ops),
                        tuple(dict.fromkeys(unsupported)))
