@@ -163,8 +163,6 @@ def _last_store_to(target: Value, before: Instr, ev: Evaluator) -> Instr | None:
         for ins in reversed(instrs[:end]):
             if ins.opcode == "store" and ins.operands[1] is target:
                 return ins
-            if ins.opcode == "store" and isinstance(ins.operands[1], Instr) and ins.operands[1].opcode == "getelementptr":
-                pass
         block = ev.idom.get(block)
         limit = None  # type: ignore[assignment]
     return None

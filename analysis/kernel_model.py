@@ -193,11 +193,6 @@ def _local_name(demangled: str) -> str:
     return demangled.rsplit("::", 1)[-1] if "::" in demangled else demangled
 
 
-def _value_symbols(evaluator: Evaluator, value: Value) -> set[str] | None:
-    e = evaluator.expr(value)
-    return None if e is None else e.symbols()
-
-
 def build_kernel_model(func: Function, module: Module, name: str, params: list[Param], demangle) -> KernelModel:
     """Model one kernel of the device IR module (see the module docstring)."""
     layout = TypeLayout(module.struct_types)

@@ -171,7 +171,7 @@ def access_map(stmt: HostStatement, kernel: KernelModel, access: Access, subs: d
     params = sorted(symbols - set(dims) - set(access.loops))
     text = (f"[{', '.join(params)}] -> " if params else "") + \
         f"{{ [{', '.join(dims)}] -> {out} : {' and '.join(constraints)} }}"
-    return AccessMap(access, text, buffer, exact and access.affine or exact and offset is not None)
+    return AccessMap(access, text, buffer, exact)
 
 
 def instance_maps(stmt: HostStatement, kernel: KernelModel, bindings, dims: list[str] | None = None) -> list[AccessMap]:
@@ -302,11 +302,5 @@ def launch_count(model: ProgramModel) -> int | None:
         s = isl.Set(f"{{ [{', '.join(stmt.loops)}] : {stmt.domain.to_isl()} }}")
         if not s.is_bounded():
             return None
-        total += s.count_val().to_python() if hasattr(s, "count_val") else len(_enumerate(s))
+        total += s.count_val().to_python()
     return total
-
-
-def _enumerate(s) -> list:
-    points = []
-    s.foreach_point(points.append)
-    return points

@@ -222,9 +222,6 @@ def _touch_map(t: _Touch, unit: int, alloc_bytes: dict[str, int | None], ctx: st
     if kvars:
         body = f"exists ({', '.join(kvars)} : {body})"
     cons.append(body)
-    params = set()
-    for expr_src in [t.offset] if t.offset is not None else []:
-        params |= expr_src.symbols()
     text = f"{{ S{stmt.index}[{', '.join(dims)}] -> {_ident(t.buffer)}[e] : {' and '.join(c for c in cons if c)} }}"
     try:
         return isl.Map(ctx + text)
