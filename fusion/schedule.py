@@ -10,9 +10,13 @@ direction, because dependences carried by host loops are untouched.
    joined by thread- or block-level dependences, or independent, run one
    after another in the same thread; a ``__syncthreads()`` separates two
    fragments when a block-level dependence links them.
-2. *Horizontal* (P3): groups with no dependence path between them run in
-   different blocks of one launch (grid = sum of grids, dispatch on the
-   block index).
+2. *Global schedule* (P2): isl's scheduler places the groups left after
+   local fusion in time steps, with their dependences as validity and
+   proximity constraints (``fusion.global_schedule``); groups run in the order
+   of their steps.
+3. *Horizontal* (P3): groups on the same time step, which have no dependence
+   path between them, run in different blocks of one launch (grid = sum of
+   grids, dispatch on the block index).
 
 A global dependence is never fused across (P2). Every launch left alone, or
 group split, is reported with its reason; what cannot be proven safe is not
@@ -31,6 +35,7 @@ from sirius.analysis.host_model import HostStatement
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.analysis.program_model import instance_maps
 from sirius.analysis.uar import REINDEX_OPERATION_BUDGET, UAR, Dependence, is_mapping_kernel, isl_budget
+from sirius.fusion.global_schedule import time_steps
 
 SIX = ("bx", "by", "bz", "tx", "ty", "tz")
 
@@ -58,6 +63,7 @@ class FusionGroup:
     id: int
     region: int
     lanes: tuple[Lane, ...]
+    step: int = 0  # time step in the region's global schedule (P2)
 
     @property
     def launches(self) -> tuple[int, ...]:
@@ -398,25 +404,28 @@ class _RegionScheduler:
             return f"static shared memory of the fragments ({shared} bytes) exceeds {STATIC_SHARED_LIMIT}"
         return None
 
+    def _steps(self) -> list[int]:
+        """Each group's time step in isl's global schedule (see fusion.global_schedule)."""
+        return time_steps(len(self.groups), self._graph().edges())
+
     def merge_horizontal(self) -> None:
-        changed = True
-        while changed:
-            changed = False
-            g = self._graph()
-            for ia in range(len(self.groups)):
-                for ib in range(ia + 1, len(self.groups)):
-                    if nx.has_path(g, ia, ib) or nx.has_path(g, ib, ia):
-                        continue
-                    if self._horizontal_problem(self.groups[ia], self.groups[ib]) is not None:
-                        continue
-                    ga, gb = self.groups[ia], self.groups[ib]
-                    self.groups[ia] = _Group(ga.lanes + gb.lanes, {**ga.reindex, **gb.reindex},
-                                             ga.barrier_for | gb.barrier_for)
-                    del self.groups[ib]
-                    changed = True
-                    break
-                if changed:
-                    break
+        """P3: groups on the same time step share one launch when their shapes and
+        resources allow (first fit, in program order)."""
+        steps = self._steps()
+        merged: list[_Group] = []
+        for step in sorted(set(steps)):
+            placed: list[_Group] = []
+            for grp in (g for g, s in zip(self.groups, steps) if s == step):
+                host = next((k for k, other in enumerate(placed)
+                             if self._horizontal_problem(other, grp) is None), None)
+                if host is None:
+                    placed.append(grp)
+                else:
+                    other = placed[host]
+                    placed[host] = _Group(other.lanes + grp.lanes, {**other.reindex, **grp.reindex},
+                                          other.barrier_for | grp.barrier_for)
+            merged.extend(placed)
+        self.groups = merged
 
     def _note(self, ga: _Group, gb: _Group, reason: str) -> None:
         """Why two connected groups stay apart, once per pair of groups (named by their
@@ -424,10 +433,12 @@ class _RegionScheduler:
         key = (min(ga.members), min(gb.members))
         self.notes = [n for n in self.notes if n.launches != key] + [Refusal(key, reason)]
 
-    def ordered_groups(self) -> list[_Group]:
-        g = self._graph()
-        order = list(nx.lexicographical_topological_sort(g, key=lambda n: min(self.groups[n].members)))
-        return [self.groups[i] for i in order]
+    def ordered_groups(self) -> list[tuple[int, _Group]]:
+        """The groups with their time steps, in the order of isl's global schedule
+        (ties in program order)."""
+        steps = self._steps()
+        order = sorted(range(len(self.groups)), key=lambda n: (steps[n], min(self.groups[n].members)))
+        return [(steps[i], self.groups[i]) for i in order]
 
     def barrier_flags(self, lane: list[int], group: "_Group | None" = None) -> tuple[bool, ...]:
         """Where a lane needs ``__syncthreads()``: before a fragment with a block-level
@@ -462,11 +473,11 @@ def build_schedule(model: ProgramModel, uar: UAR, source: str, arrangement: str 
             rs.merge_vertical()
         if arrangement in ("auto", "horizontal"):
             rs.merge_horizontal()
-        for grp in rs.ordered_groups():
+        for step, grp in rs.ordered_groups():
             lanes = tuple(Lane(tuple(lane), rs.barrier_flags(lane, grp),
                                tuple(str(grp.reindex[i]) if i in grp.reindex else None for i in lane))
                           for lane in grp.lanes)
-            schedule.groups.append(FusionGroup(len(schedule.groups), region.id, lanes))
+            schedule.groups.append(FusionGroup(len(schedule.groups), region.id, lanes, step))
         for note in rs.notes:
             a, b = note.launches
             if schedule.group_of(a) is not schedule.group_of(b):

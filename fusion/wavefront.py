@@ -7,8 +7,10 @@ member; skewing it to [o + i, i] makes the inner member parallel, so all
 iterations on one anti-diagonal ``o + i = w`` run in one launch and the
 nest becomes a loop over waves (isl's AST generator builds it).
 
-Legality is proven on the UAR: every dependence between instances of the
-group's launches in different iterations must go to a strictly later wave
+isl's scheduler is asked for the schedule first, with the dependences
+carried across iterations as validity and proximity constraints: it must
+return one permutable band over both loops. Legality of the skew is then
+proven on the UAR: every such dependence must go to a strictly later wave
 (``o' + i' > o + i``). Preconditions, each refused with a reason otherwise:
 the nest holds nothing but side-effect-free declarations and the group's
 launches; the loop domains are constant rectangles; every argument is an
@@ -55,6 +57,21 @@ def _rect(domain_text: str, names: list[str]) -> tuple[int, int] | None:
     return (extents[0], extents[1]) if s.is_equal(box) else None
 
 
+def _permutable_band(domain_text: str, o: str, i: str, carried: list[isl.Map]) -> bool:
+    """Whether isl's scheduler, given the carried dependences as validity and
+    proximity constraints, returns one permutable band over both loops (the
+    precondition for skewing them into waves)."""
+    domain = isl.UnionSet(f"{{ S[{o}, {i}] : {domain_text} }}")
+    deps = isl.UnionMap("{ }")
+    for rel in carried:
+        deps = deps.union(isl.UnionMap.from_map(rel.set_tuple_name(isl.dim_type.in_, "S")
+                                                .set_tuple_name(isl.dim_type.out, "S")))
+    tree = isl.ScheduleConstraints.on_domain(domain).set_validity(deps).set_proximity(deps).compute_schedule()
+    band = tree.get_root().child(0)
+    return (band.get_type() == isl.schedule_node_type.band and band.band_n_member() == 2
+            and band.band_get_permutable())
+
+
 def plan_wavefront(model: ProgramModel, uar: UAR, region: Region, group: FusionGroup) -> Wavefront | Refusal | None:
     """A wavefront for ``group`` when it is legal and useful (see the module docstring)."""
     if len(region.loops) != 2 or set(group.launches) != set(region.launches):
@@ -94,19 +111,26 @@ def plan_wavefront(model: ProgramModel, uar: UAR, region: Region, group: FusionG
     alloc_lines = {a.name: a.line for a in model.host.allocations}
     if any((alloc_lines.get(a) or 0) >= outer_loop.range.line for a in allocations):
         return why("an allocation is made after the loop starts")
-    # legality: every cross-iteration dependence goes to a strictly later wave
+    # the dependences carried across iterations, as relations between (o, i) pairs
     members = set(group.launches)
-    later_wave = isl.Map(f"{{ [a0, a1] -> [b0, b1] : b0 + b1 > a0 + a1 }}")
+    carried: list[tuple[str, isl.Map]] = []
     for d in uar.dependences:
-        if d.src in members and d.dst in members and not d.same_iteration or (
-                d.src in members and d.dst in members and d.src == d.dst):
+        if d.src in members and d.dst in members and (not d.same_iteration or d.src == d.dst):
             rel = isl.Map(d.relation)
             rel = rel.project_out(isl.dim_type.in_, 2, rel.dim(isl.dim_type.in_) - 2)
             rel = rel.project_out(isl.dim_type.out, 2, rel.dim(isl.dim_type.out) - 2)
             rel = rel.reset_tuple_id(isl.dim_type.in_).reset_tuple_id(isl.dim_type.out)
             rel = rel.intersect(isl.Map("{ [a0, a1] -> [b0, b1] : a0 != b0 or a1 != b1 }"))
-            if rel.dim(isl.dim_type.param) or not rel.is_subset(later_wave):
-                return why(f"dependence on {d.buffer} is not carried to a later anti-diagonal")
+            if rel.dim(isl.dim_type.param):
+                return why(f"dependence on {d.buffer} depends on a runtime value")
+            carried.append((d.buffer, rel))
+    if not _permutable_band(stmt.domain.to_isl(), o, i, [rel for _, rel in carried]):
+        return why("isl's scheduler finds no permutable band over the two loops")
+    # legality of the skew: every carried dependence goes to a strictly later wave
+    later_wave = isl.Map("{ [a0, a1] -> [b0, b1] : b0 + b1 > a0 + a1 }")
+    for buffer, rel in carried:
+        if not rel.is_subset(later_wave):
+            return why(f"dependence on {buffer} is not carried to a later anti-diagonal")
     # the wave loop, from isl's AST generator over the skewed schedule
     dom = isl.UnionSet(f"{{ S[{o}, {i}] : {stmt.domain.to_isl()} }}")
     sched = isl.UnionMap(f"{{ S[{o}, {i}] -> [{o} + {i}, {i}] }}").intersect_domain(dom)

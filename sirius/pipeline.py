@@ -136,6 +136,7 @@ def report(state: OptimizeState) -> dict[str, Any]:
             "id": g.id, "kernel": next((fk.name for fk in state.fused if fk.group.id == g.id), None),
             "arrangement": g.arrangement + (" + wavefront" if g.id in sched.wavefronts else ""),
             "barriers_inserted": g.barriers,
+            "region": g.region, "step": g.step,
             "lanes": [[{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].statement.line}
                        for i in lane.launches] for lane in g.lanes],
         } for g in sched.groups if len(g.launches) > 1],

@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _dump(name: str, st: OptimizeState) -> None:
     if name == "schedule":
         for g in st.schedule.groups:
-            print(f"group {g.id} ({g.arrangement}): " + " | ".join(
+            print(f"group {g.id} (region {g.region}, step {g.step}, {g.arrangement}): " + " | ".join(
                 " -> ".join(f"S{i}" for i in lane.launches) for lane in g.lanes))
     elif name == "codegen":
         print(st.output)
@@ -56,7 +56,8 @@ def _render(rep: dict) -> str:
              f"  distinct kernels: {rep['kernels_before']} -> {rep['kernels_after']}"]
     for g in rep["groups"]:
         lanes = " | ".join(" -> ".join(f"{m['kernel']} (line {m['line']})" for m in lane) for lane in g["lanes"])
-        lines.append(f"  {g['kernel']}: {g['arrangement']}, {g['barriers_inserted']} barriers inserted: {lanes}")
+        lines.append(f"  {g['kernel']} (region {g['region']}, step {g['step']}): {g['arrangement']}, "
+                     f"{g['barriers_inserted']} barriers inserted: {lanes}")
     for r in rep["refused"]:
         who = ", ".join(f"{m['kernel']} (line {m['line']})" for m in r["launches"])
         lines.append(f"  not fused: {who}: {r['reason']}")
