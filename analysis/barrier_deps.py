@@ -64,6 +64,7 @@ def _cross_thread(n_in: int, n_out: int, ctx_params: str) -> isl.Map:
     return isl.Map(f"{ctx_params}{{ [{', '.join(ins)}] -> [{', '.join(outs)}] : {same_block} and ({other_thread}) }}")
 
 
+@functools.lru_cache(maxsize=1024)  # isl objects are values: sharing one is safe
 def _iterations(n_in: int, n_out: int, common: int, carried: int | None, ctx: str) -> isl.Map:
     """Pairs in the same iteration of the first ``common`` loops, or carried by loop ``carried``."""
     ins = [f"i{k}" for k in range(n_in)]
@@ -94,6 +95,31 @@ def _orderers(a1: Access, a2: Access, common: tuple[str, ...], carried: int | No
     return tuple(out)
 
 
+def _buffers_shared_between_threads(parsed: list[tuple[Access, str, isl.Map]]) -> set[str]:
+    """Buffers where two threads of one block may touch one element, one of them writing.
+
+    A quick filter before the per-access-pair work: each access is projected
+    onto (block, thread) -> element (an over-approximation, so an empty
+    conflict here is empty for every pair). TVM kernels touch most global
+    buffers at one element per thread, and are skipped here.
+    """
+    touched: dict[str, isl.UnionMap] = {}
+    written: dict[str, isl.UnionMap] = {}
+    for access, buf, m in parsed:
+        flat = isl.UnionMap.from_map(m.project_out(isl.dim_type.in_, 6, m.dim(isl.dim_type.in_) - 6)
+                                     .reset_tuple_id(isl.dim_type.in_))
+        touched[buf] = touched[buf].union(flat) if buf in touched else flat
+        if access.kind != "load":
+            written[buf] = written[buf].union(flat) if buf in written else flat
+    out = set()
+    for buf, w in written.items():
+        pairs = w.apply_range(touched[buf].reverse())
+        cross = isl.UnionMap.from_map(_cross_thread(6, 6, ""))
+        if not pairs.intersect(cross).is_empty():
+            out.add(buf)
+    return out
+
+
 def barrier_dependences(inst: LaunchInstance) -> tuple[list[VirtualDependence], list[BarrierRole]]:
     """Virtual dependences of one launch and the role of each of its barriers."""
     kernel = inst.kernel
@@ -106,9 +132,10 @@ def barrier_dependences(inst: LaunchInstance) -> tuple[list[VirtualDependence], 
             continue
     deps: list[VirtualDependence] = []
     barriers = [b for b in kernel.barriers if b.kind == "block"]
+    shared_between_threads = _buffers_shared_between_threads(parsed)
     for a1, buf1, m1 in parsed:
         for a2, buf2, m2 in parsed:
-            if buf1 != buf2 or (a1.kind == "load" and a2.kind == "load"):
+            if buf1 != buf2 or (a1.kind == "load" and a2.kind == "load") or buf1 not in shared_between_threads:
                 continue
             kind = "flow" if a1.kind != "load" and a2.kind == "load" else (
                 "anti" if a1.kind == "load" else "output")

@@ -296,8 +296,14 @@ def is_mapping_kernel(k: KernelModel) -> bool:
 
 # ------------------------------------------------------------------ builder
 
-def build_uar(model: ProgramModel) -> UAR:
-    """Build the UAR of ``model`` (see the module docstring)."""
+def build_uar(model: ProgramModel, barriers: bool = True, reindexed_widths: bool = True) -> UAR:
+    """Build the UAR of ``model`` (see the module docstring).
+
+    ``barriers``: also derive each launch's virtual dependences and barrier
+    roles; ``reindexed_widths``: also give each edge its width after
+    re-indexing a mapping kernel. Both are for the analysis report; the
+    fusion schedule proves what it needs itself, so the optimizer skips them.
+    """
     stmts = list(model.host.statements)
     allocations = [a.name for a in model.host.allocations]
     alloc_bytes = {a.name: (a.bytes.constant_value() if a.bytes is not None else None)
@@ -321,7 +327,7 @@ def build_uar(model: ProgramModel) -> UAR:
     for t in touches:
         by_buffer.setdefault(t.buffer, []).append(t)
     uar = UAR(graph)
-    for inst in model.launches:
+    for inst in model.launches if barriers else ():
         if inst.kernel.barriers or any(a.space == "shared" for a in inst.kernel.accesses):
             uar.virtual[inst.statement.index], uar.barriers[inst.statement.index] = barrier_dependences(inst)
     for buf, ts in by_buffer.items():
@@ -349,7 +355,7 @@ def build_uar(model: ProgramModel) -> UAR:
                     rel = rel.intersect(order)
                     if rel.is_empty():
                         continue
-                    dep = _classify(model, a, b, buf, kind, rel.coalesce(), maps, ctx, inst_of)
+                    dep = _classify(a, b, buf, kind, rel.coalesce(), maps, ctx, inst_of, reindexed_widths)
                     uar.dependences.append(dep)
                     graph.add_edge(ia, ib, kind=kind, buffer=buf, width=dep.width,
                                    width_reindexed=dep.width_reindexed, relation=dep.relation)
@@ -357,15 +363,15 @@ def build_uar(model: ProgramModel) -> UAR:
     return uar
 
 
-def _classify(model, a: HostStatement, b: HostStatement, buf: str, kind: str, rel: isl.Map, maps,
-              ctx: str, inst_of) -> Dependence:
+def _classify(a: HostStatement, b: HostStatement, buf: str, kind: str, rel: isl.Map, maps,
+              ctx: str, inst_of, reindexed_widths: bool) -> Dependence:
     same_iter_rel = rel.intersect(_same_axes(a, b, (), ctx, same_iter=True))
     same_iteration = not same_iter_rel.is_empty()
     if a.kind != "launch" or b.kind != "launch":
         return Dependence(a.index, b.index, buf, kind, str(rel), None, same_iteration=same_iteration)
     width = _width(a, b, rel, maps, ctx)
     reindexed_width, side = None, None
-    if width != "thread" and same_iteration:
+    if width != "thread" and same_iteration and reindexed_widths:
         ka, kb = inst_of[a.index].kernel, inst_of[b.index].kernel
         if is_mapping_kernel(kb):
             reindexed_width, side = _reindexed_width(same_iter_rel.reverse(), b, a, maps, ctx), "consumer"

@@ -409,23 +409,39 @@ class _RegionScheduler:
         return time_steps(len(self.groups), self._graph().edges())
 
     def merge_horizontal(self) -> None:
-        """P3: groups on the same time step share one launch when their shapes and
-        resources allow (first fit, in program order)."""
+        """P3: groups on the same time step of the global schedule share one launch
+        when their shapes and resources allow (first fit, in program order). A group
+        that stays apart may then move to another step within its slack (after every
+        group it needs, before every group that needs it) and join a group there;
+        dependences then still go from earlier to later steps."""
         steps = self._steps()
-        merged: list[_Group] = []
-        for step in sorted(set(steps)):
-            placed: list[_Group] = []
-            for grp in (g for g, s in zip(self.groups, steps) if s == step):
-                host = next((k for k, other in enumerate(placed)
-                             if self._horizontal_problem(other, grp) is None), None)
-                if host is None:
-                    placed.append(grp)
-                else:
-                    other = placed[host]
-                    placed[host] = _Group(other.lanes + grp.lanes, {**other.reindex, **grp.reindex},
-                                          other.barrier_for | grp.barrier_for)
-            merged.extend(placed)
-        self.groups = merged
+        order = sorted(range(len(self.groups)), key=lambda n: (steps[n], min(self.groups[n].members)))
+        self.groups = [self.groups[n] for n in order]
+        step_of = [steps[n] for n in order]
+        self._merge_within(step_of, lambda i: (step_of[i], step_of[i]))
+        self._merge_within(step_of, lambda i: self._slack(i, step_of))
+
+    def _slack(self, i: int, step_of: list[int]) -> tuple[int, int]:
+        graph = self._graph()
+        first = max((step_of[p] + 1 for p in graph.predecessors(i)), default=0)
+        last = min((step_of[s] - 1 for s in graph.successors(i)), default=max(step_of) + 1)
+        return first, last
+
+    def _merge_within(self, step_of: list[int], window) -> None:
+        """Merge each group into the first compatible group whose step lies in ``window(i)``."""
+        i = 0
+        while i < len(self.groups):
+            first, last = window(i)
+            host = next((j for j in range(len(self.groups)) if j != i and first <= step_of[j] <= last
+                         and self._horizontal_problem(self.groups[j], self.groups[i]) is None), None)
+            if host is None:
+                i += 1
+                continue
+            grp, other = self.groups[host], self.groups[i]
+            self.groups[host] = _Group(sorted(grp.lanes + other.lanes, key=min),  # lanes in program order
+                                       {**grp.reindex, **other.reindex}, grp.barrier_for | other.barrier_for)
+            del self.groups[i], step_of[i]
+            i = 0 if host > i else i
 
     def _note(self, ga: _Group, gb: _Group, reason: str) -> None:
         """Why two connected groups stay apart, once per pair of groups (named by their

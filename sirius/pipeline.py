@@ -45,7 +45,7 @@ def _analyze(st: OptimizeState) -> None:
 
 
 def _uar(st: OptimizeState) -> None:
-    st.uar = build_uar(st.model)
+    st.uar = build_uar(st.model, barriers=False, reindexed_widths=False)
 
 
 def _schedule(st: OptimizeState) -> None:
