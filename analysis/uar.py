@@ -32,6 +32,7 @@ some value, which only adds edges.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import re
@@ -285,7 +286,12 @@ def _same_axes(a: HostStatement, b: HostStatement, axes: tuple[str, ...], ctx: s
         eqs += [f"{h}_s = {h}_d" for h in a.loops if h in b.loops]
     ins = ", ".join(f"{d}_s" for d in da)
     outs = ", ".join(f"{d}_d" for d in db)
-    return isl.Map(f"{ctx}{{ S{a.index}[{ins}] -> S{b.index}[{outs}] : {' and '.join(eqs) or 'true'} }}")
+    return _parsed_map(f"{ctx}{{ S{a.index}[{ins}] -> S{b.index}[{outs}] : {' and '.join(eqs) or 'true'} }}")
+
+
+@functools.lru_cache(maxsize=4096)  # the same statement pairs recur for every buffer they share
+def _parsed_map(text: str) -> isl.Map:
+    return isl.Map(text)
 
 
 def is_mapping_kernel(k: KernelModel) -> bool:

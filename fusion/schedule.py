@@ -191,8 +191,12 @@ class _RegionScheduler:
         members = set(region.launches)
         self.deps = [d for d in uar.dependences if d.src in members and d.dst in members and d.same_iteration
                      and d.src != d.dst]
+        self.deps_of: dict[int, list[Dependence]] = {}  # launch -> dependences with it at one end
+        for d in self.deps:
+            self.deps_of.setdefault(d.src, []).append(d)
+            self.deps_of.setdefault(d.dst, []).append(d)
         self.groups = [_Group([[i]]) for i in region.launches]
-        self.notes: list[Refusal] = []
+        self.notes: dict[tuple[int, int], Refusal] = {}  # pair of first launches -> latest reason
         self._active_cache: dict[int, isl.Set] = {}
         self._reindex_cache: dict[tuple, object] = {}
 
@@ -207,14 +211,27 @@ class _RegionScheduler:
                 g.add_edge(a, b)
         return g
 
-    def _mergeable_without_cycle(self, a: int, b: int) -> bool:
-        g = self._graph()
-        g2 = nx.contracted_nodes(g, a, b, self_loops=False)
-        return nx.is_directed_acyclic_graph(g2)
+    @staticmethod
+    def _mergeable_without_cycle(graph: nx.DiGraph, a: int, b: int) -> bool:
+        """Merging groups ``a`` and ``b`` keeps the group graph acyclic: no path of two
+        or more edges leads from one to the other (through a group in between)."""
+        for src, dst in ((a, b), (b, a)):
+            frontier = [n for n in graph.successors(src) if n != dst]
+            seen = set(frontier)
+            while frontier:
+                n = frontier.pop()
+                if n == dst:
+                    return False
+                for m in graph.successors(n):
+                    if m not in seen:
+                        seen.add(m)
+                        frontier.append(m)
+        return True
 
     def _edges_between(self, ga: _Group, gb: _Group):
-        sa, sb = set(ga.members), set(gb.members)
-        return [d for d in self.deps if (d.src in sa and d.dst in sb) or (d.src in sb and d.dst in sa)]
+        sb = set(gb.members)
+        return [d for m in ga.members for d in self.deps_of.get(m, ())
+                if (d.src == m and d.dst in sb) or (d.dst == m and d.src in sb)]
 
     def _lane_config(self, lane: list[int]):
         return _config(self.inst[lane[0]].statement)
@@ -340,6 +357,7 @@ class _RegionScheduler:
         changed = True
         while changed:
             changed = False
+            graph = self._graph()
             for ia in range(len(self.groups)):
                 for ib in range(ia + 1, len(self.groups)):
                     ga, gb = self.groups[ia], self.groups[ib]
@@ -354,7 +372,7 @@ class _RegionScheduler:
                             reindexed, problem = attempt, None
                         elif isinstance(attempt, str):
                             problem = f"different launch configurations, and {attempt}"
-                    if problem is None and not self._mergeable_without_cycle(ia, ib):
+                    if problem is None and not self._mergeable_without_cycle(graph, ia, ib):
                         problem = "a launch between them depends on one and feeds the other"
                     if problem is None:
                         lane = (ga.lanes[0] + gb.members if reindexed is not None
@@ -447,7 +465,8 @@ class _RegionScheduler:
         """Why two connected groups stay apart, once per pair of groups (named by their
         first launches; the last reason seen wins)."""
         key = (min(ga.members), min(gb.members))
-        self.notes = [n for n in self.notes if n.launches != key] + [Refusal(key, reason)]
+        self.notes.pop(key, None)  # the latest reason goes last, as it was found last
+        self.notes[key] = Refusal(key, reason)
 
     def ordered_groups(self) -> list[tuple[int, _Group]]:
         """The groups with their time steps, in the order of isl's global schedule
@@ -494,7 +513,7 @@ def build_schedule(model: ProgramModel, uar: UAR, source: str, arrangement: str 
                                tuple(str(grp.reindex[i]) if i in grp.reindex else None for i in lane))
                           for lane in grp.lanes)
             schedule.groups.append(FusionGroup(len(schedule.groups), region.id, lanes, step))
-        for note in rs.notes:
+        for note in rs.notes.values():
             a, b = note.launches
             if schedule.group_of(a) is not schedule.group_of(b):
                 schedule.refusals.append(note)
