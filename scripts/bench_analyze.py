@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _reason_class(reason: str) -> str:
     """A refusal reason without the buffer it names, so that reasons can be counted."""
-    return re.sub(r" on \S+", " on <buffer>", reason)
+    return re.sub(r"dependence on \S+", "dependence on <buffer>", reason)
 
 
 def _report_summary(path: Path) -> dict:
