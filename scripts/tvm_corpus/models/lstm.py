@@ -27,6 +27,25 @@ CONFIGS = {
 SCALES = {"X": 1.0, "Hs": 1.0, "Cs": 1.0, "W": 0.125, "U": 0.125, "B": 0.125}
 
 
+def lstm_layers(module, x, state, layers):
+    """``layers`` stacked LSTM cells on input ``x``: the new (h, c) of every layer,
+    flattened, and the last layer's h. Layer l uses ``module``'s parameters
+    ``w{l}``, ``u{l}``, ``b{l}`` and reads h, c from ``state[2l]``, ``state[2l+1]``."""
+    from tvm.relax.frontend.nn import op
+
+    outs, inp = [], x
+    for l in range(layers):
+        h, c = state[2 * l], state[2 * l + 1]
+        gates = op.add(op.add(op.matmul(inp, getattr(module, f"w{l}")),
+                              op.matmul(h, getattr(module, f"u{l}"))), getattr(module, f"b{l}"))
+        i, f, g, o = op.split(gates, 4, axis=1)
+        c2 = op.add(op.multiply(op.sigmoid(f), c), op.multiply(op.sigmoid(i), op.tanh(g)))
+        h2 = op.multiply(op.sigmoid(o), op.tanh(c2))
+        outs += [h2, c2]
+        inp = h2
+    return outs, inp
+
+
 def build_module(cfg, dtype="float32"):
     from tvm.relax.frontend import nn
     from tvm.relax.frontend.nn import op
@@ -41,17 +60,7 @@ def build_module(cfg, dtype="float32"):
                 setattr(self, f"b{l}", nn.Parameter((4 * H,), dtype))
 
         def step(self, x, *state):
-            outs = []
-            inp = x
-            for l in range(L):
-                h, c = state[2 * l], state[2 * l + 1]
-                gates = op.add(op.add(op.matmul(inp, getattr(self, f"w{l}")),
-                                      op.matmul(h, getattr(self, f"u{l}"))), getattr(self, f"b{l}"))
-                i, f, g, o = op.split(gates, 4, axis=1)
-                c2 = op.add(op.multiply(op.sigmoid(f), c), op.multiply(op.sigmoid(i), op.tanh(g)))
-                h2 = op.multiply(op.sigmoid(o), op.tanh(c2))
-                outs += [h2, c2]
-                inp = h2
+            outs, _ = lstm_layers(self, x, state, L)
             return tuple(outs)
 
     inputs = {"x": nn.spec.Tensor((1, H), dtype)}

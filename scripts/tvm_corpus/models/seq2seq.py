@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import nputil as npu
 from ..program import Binding, HostArray, Phase, ProgramSpec
+from .lstm import lstm_layers
 
 CONFIGS = {
     "full": {"hidden": 256, "layers": 2, "source_len": 50, "vocab": 4096, "steps": 30},
@@ -45,16 +46,7 @@ def build_module(cfg, dtype="float32"):
             return op.permute_dims(op.matmul(enc, self.wa), (1, 0))
 
         def step_impl(self, y, enc, keys_t, *state):
-            outs, inp = [], y
-            for l in range(L):
-                h, c = state[2 * l], state[2 * l + 1]
-                gates = op.add(op.add(op.matmul(inp, getattr(self, f"w{l}")),
-                                      op.matmul(h, getattr(self, f"u{l}"))), getattr(self, f"b{l}"))
-                i, f, g, o = op.split(gates, 4, axis=1)
-                c2 = op.add(op.multiply(op.sigmoid(f), c), op.multiply(op.sigmoid(i), op.tanh(g)))
-                h2 = op.multiply(op.sigmoid(o), op.tanh(c2))
-                outs += [h2, c2]
-                inp = h2
+            outs, inp = lstm_layers(self, y, state, L)
             scores = op.matmul(inp, keys_t)  # [1, S]
             attn = op.softmax(scores, axis=-1)
             ctx = op.matmul(attn, enc)  # [1, H]
