@@ -112,9 +112,9 @@ def _buffers_shared_between_threads(parsed: list[tuple[Access, str, isl.Map]]) -
         if access.kind != "load":
             written[buf] = written[buf].union(flat) if buf in written else flat
     out = set()
+    cross = isl.UnionMap.from_map(_cross_thread(6, 6, ""))
     for buf, w in written.items():
         pairs = w.apply_range(touched[buf].reverse())
-        cross = isl.UnionMap.from_map(_cross_thread(6, 6, ""))
         if not pairs.intersect(cross).is_empty():
             out.add(buf)
     return out

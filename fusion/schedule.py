@@ -432,10 +432,9 @@ class _RegionScheduler:
         that stays apart may then move to another step within its slack (after every
         group it needs, before every group that needs it) and join a group there;
         dependences then still go from earlier to later steps."""
-        steps = self._steps()
-        order = sorted(range(len(self.groups)), key=lambda n: (steps[n], min(self.groups[n].members)))
-        self.groups = [self.groups[n] for n in order]
-        step_of = [steps[n] for n in order]
+        ordered = self.ordered_groups()
+        step_of = [step for step, _ in ordered]
+        self.groups = [grp for _, grp in ordered]
         self._merge_within(step_of, lambda i: (step_of[i], step_of[i]))
         self._merge_within(step_of, lambda i: self._slack(i, step_of))
 

@@ -57,11 +57,10 @@ def _rect(domain_text: str, names: list[str]) -> tuple[int, int] | None:
     return (extents[0], extents[1]) if s.is_equal(box) else None
 
 
-def _permutable_band(domain_text: str, o: str, i: str, carried: list[isl.Map]) -> bool:
-    """Whether isl's scheduler, given the carried dependences as validity and
-    proximity constraints, returns one permutable band over both loops (the
-    precondition for skewing them into waves)."""
-    domain = isl.UnionSet(f"{{ S[{o}, {i}] : {domain_text} }}")
+def _permutable_band(domain: isl.UnionSet, carried: list[isl.Map]) -> bool:
+    """Whether isl's scheduler, given the carried dependences between instances of
+    ``domain`` (one statement ``S``) as validity and proximity constraints, returns
+    one permutable band over both loops (the precondition for skewing them into waves)."""
     deps = isl.UnionMap("{ }")
     for rel in carried:
         deps = deps.union(isl.UnionMap.from_map(rel.set_tuple_name(isl.dim_type.in_, "S")
@@ -124,7 +123,8 @@ def plan_wavefront(model: ProgramModel, uar: UAR, region: Region, group: FusionG
             if rel.dim(isl.dim_type.param):
                 return why(f"dependence on {d.buffer} depends on a runtime value")
             carried.append((d.buffer, rel))
-    if not _permutable_band(stmt.domain.to_isl(), o, i, [rel for _, rel in carried]):
+    dom = isl.UnionSet(f"{{ S[{o}, {i}] : {stmt.domain.to_isl()} }}")
+    if not _permutable_band(dom, [rel for _, rel in carried]):
         return why("isl's scheduler finds no permutable band over the two loops")
     # legality of the skew: every carried dependence goes to a strictly later wave
     later_wave = isl.Map("{ [a0, a1] -> [b0, b1] : b0 + b1 > a0 + a1 }")
@@ -132,7 +132,6 @@ def plan_wavefront(model: ProgramModel, uar: UAR, region: Region, group: FusionG
         if not rel.is_subset(later_wave):
             return why(f"dependence on {buffer} is not carried to a later anti-diagonal")
     # the wave loop, from isl's AST generator over the skewed schedule
-    dom = isl.UnionSet(f"{{ S[{o}, {i}] : {stmt.domain.to_isl()} }}")
     sched = isl.UnionMap(f"{{ S[{o}, {i}] -> [{o} + {i}, {i}] }}").intersect_domain(dom)
     node = isl.AstBuild.from_context(isl.Set("{ : }")).node_from_schedule_map(sched)
     inner = node.for_get_body()

@@ -71,7 +71,8 @@ def _codegen(st: OptimizeState) -> None:
 PIPELINE: tuple[Stage, ...] = (
     Stage("analyze", _analyze, "compile to IR, model kernels and host statements"),
     Stage("uar", _uar, "dependences between statement instances, with widths"),
-    Stage("schedule", _schedule, "group launches: vertical (P1) then horizontal (P3), never across global"),
+    Stage("schedule", _schedule, "group launches: vertical (P1), isl time steps (P2), horizontal within a step "
+                                 "(P3), never across a global dependence"),
     Stage("wavefront", _wavefront, "skew a fused loop nest so each anti-diagonal is one launch (isl AST)"),
     Stage("codegen", _codegen, "fragments, fused kernels, rewritten launch regions"),
 )
