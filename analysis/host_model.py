@@ -25,10 +25,69 @@ from sirius.errors import InputError
 
 _ALLOC_CALLS = {"cudaMalloc": 1, "cudaMallocManaged": 1, "cudaMallocAsync": 1}
 _SYNC_CALLS = {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaThreadSynchronize",
-               "cudaStreamWaitEvent", "cudaEventRecord"}
+               "cudaStreamWaitEvent", "cudaEventRecord", "cudaEventRecordWithFlags", "cudaStreamQuery",
+               "cudaEventQuery", "cudaDeviceReset"}
 _HOST_ALLOCATORS = {"malloc", "calloc", "aligned_alloc", "_Znwm", "_Znam", "_ZnwmSt11align_val_t",
                     "_ZnamSt11align_val_t"}
 _COPY_KINDS = {0: "HostToHost", 1: "HostToDevice", 2: "DeviceToHost", 3: "DeviceToDevice", 4: "Default"}
+
+
+@dataclass(frozen=True)
+class _CopyCall:
+    """Operand positions of a runtime copy or memset; ``None`` where the call has none."""
+
+    dst: int | None
+    src: int | None
+    bytes: int | None  # a byte count of a contiguous range; None: a 2-D/3-D or unknown extent
+    kind: int | None  # the cudaMemcpyKind operand
+    symbol: str | None = None  # "dst" or "src": that operand is a device global (offset operand next)
+    offset: int | None = None
+
+
+_COPIES = {
+    "cudaMemcpy": _CopyCall(0, 1, 2, 3),
+    "cudaMemcpyAsync": _CopyCall(0, 1, 2, 3),
+    "cudaMemcpy2D": _CopyCall(0, 2, None, 6),
+    "cudaMemcpy2DAsync": _CopyCall(0, 2, None, 6),
+    "cudaMemcpyToSymbol": _CopyCall(0, 1, 2, 4, symbol="dst", offset=3),
+    "cudaMemcpyToSymbolAsync": _CopyCall(0, 1, 2, 4, symbol="dst", offset=3),
+    "cudaMemcpyFromSymbol": _CopyCall(0, 1, 2, 4, symbol="src", offset=3),
+    "cudaMemcpyFromSymbolAsync": _CopyCall(0, 1, 2, 4, symbol="src", offset=3),
+    "cudaMemcpyPeer": _CopyCall(0, 2, 4, None),
+    "cudaMemcpyPeerAsync": _CopyCall(0, 2, 4, None),
+}
+_MEMSETS = {
+    "cudaMemset": _CopyCall(0, None, 2, None),
+    "cudaMemsetAsync": _CopyCall(0, None, 2, None),
+    "cudaMemset2D": _CopyCall(0, None, None, None),
+    "cudaMemset2DAsync": _CopyCall(0, None, None, None),
+}
+# Calls that cannot touch device memory or order device work: the C and C++ standard
+# libraries, and runtime queries. Every other call is a statement of the model.
+_HOST_ONLY = {
+    "printf", "fprintf", "sprintf", "snprintf", "puts", "putchar", "fputs", "fputc", "fflush", "fwrite", "perror",
+    "exit", "abort", "_exit", "atexit", "malloc", "calloc", "realloc", "free", "aligned_alloc", "posix_memalign",
+    "memcpy", "memmove", "memset", "memcmp", "strlen", "strcmp", "strncmp", "strcpy", "strncpy", "strchr",
+    "strstr", "strtol", "strtoul", "strtoll", "strtof", "strtod", "atoi", "atol", "atof", "qsort", "bsearch",
+    "rand", "srand", "rand_r", "time", "clock", "clock_gettime", "gettimeofday", "getenv", "__assert_fail",
+    "cudaGetLastError", "cudaPeekAtLastError", "cudaGetErrorString", "cudaGetErrorName", "cudaGetDevice",
+    "cudaGetDeviceCount", "cudaGetDeviceProperties", "cudaGetDeviceProperties_v2", "cudaDeviceGetAttribute",
+    "cudaEventCreate", "cudaEventCreateWithFlags", "cudaEventDestroy", "cudaEventElapsedTime",
+    "cudaStreamCreate", "cudaStreamCreateWithFlags", "cudaStreamCreateWithPriority", "cudaStreamDestroy",
+    "cudaFuncGetAttributes", "cudaFuncSetAttribute", "cudaFuncSetCacheConfig", "cudaMemGetInfo",
+    "cudaOccupancyMaxActiveBlocksPerMultiprocessor", "cudaOccupancyMaxPotentialBlockSize",
+    "cudaDriverGetVersion", "cudaRuntimeGetVersion", "cudaMallocHost", "cudaHostAlloc", "cudaFreeHost",
+    "__cudaPopCallConfiguration",
+}
+_HOST_ONLY_PREFIXES = ("llvm.", "_ZSt", "_ZNSt", "_ZNKSt", "_ZNSo", "_ZNSi", "_ZNKSo", "_ZNKSi", "_ZdlPv",
+                       "_ZdaPv", "_Znw", "_Zna", "__cxa_", "__gxx_", "_ZNSt6chrono", "_ZNSt3__1")
+_MATH = re.compile(r"^(sin|cos|tan|asin|acos|atan2?|sinh|cosh|tanh|exp2?|expm1|log(2|10|1p)?|pow|sqrt|cbrt|hypot|"
+                   r"fabs|abs|floor|ceil|round|lround|trunc|fmod|fmin|fmax|fma|erff?|erfc|lgamma|tgamma)f?$")
+
+
+def host_only_call(callee: str) -> bool:
+    """The function touches no device memory and orders no device work."""
+    return callee in _HOST_ONLY or callee.startswith(_HOST_ONLY_PREFIXES) or bool(_MATH.match(callee))
 
 
 @dataclass(frozen=True)
@@ -88,7 +147,7 @@ class HostStatement:
     """One statement of the entry function, with its host loop nest and domain."""
 
     index: int
-    kind: str  # "alloc", "free", "copy", "memset", "sync", "launch"
+    kind: str  # "alloc", "free", "copy", "memset", "sync", "launch", "opaque"
     line: int | None
     loops: tuple[str, ...]
     domain: Formula | None
@@ -105,6 +164,18 @@ class HostStatement:
     dst: ArgValue | None = None
     src: ArgValue | None = None
     bytes: Expr | None = None
+    call: str | None = None  # the function called (runtime function, or the program's own helper)
+    inlined_from: str | None = None  # the program's function the compiler inlined it from, called at ``line``
+
+    def describe(self) -> str:
+        """What the statement is, for reports: ``cudaMemcpy2D (DeviceToDevice) at line 14``."""
+        what = {"launch": f"launch of {self.kernel}", "opaque": f"call of {self.call}"}.get(
+            self.kind, self.call or self.kind)
+        if self.direction is not None:
+            what += f" ({self.direction})"
+        if self.inlined_from and self.inlined_from.split("<")[0] != self.call:
+            what += f" in {self.inlined_from}"
+        return what + (f" at line {self.line}" if self.line is not None else "")
 
 
 @dataclass(frozen=True)
@@ -114,6 +185,7 @@ class HostModel:
     allocations: tuple[Allocation, ...]
     loops: tuple[LoopInfo, ...]
     notes: tuple[str, ...] = ()
+    launching_calls: tuple[str, ...] = ()  # the program's own functions it calls that launch kernels
 
     @property
     def launches(self) -> list[HostStatement]:
@@ -187,7 +259,8 @@ def _arg_array_slots(array: Value, call: Instr, ev: Evaluator) -> dict[int, Valu
 
 
 class _HostModelBuilder:
-    def __init__(self, module: Module, entry: str, alloc_names, kernel_of_stub, caller: "_HostModelBuilder | None" = None):
+    def __init__(self, module: Module, entry: str, alloc_names, kernel_of_stub, caller: "_HostModelBuilder | None" = None,
+                 device_globals: frozenset[str] = frozenset(), demangle=lambda name: name):
         self.module = module
         if entry not in module.functions or module.functions[entry].is_declaration:
             raise InputError(f"error: entry function '{entry}' is not defined in the program")
@@ -202,6 +275,9 @@ class _HostModelBuilder:
             self._bind_to_caller(caller, entry)
         self.statements: list[HostStatement] = []
         self.notes: list[str] = []
+        self.launching_calls: list[str] = []
+        self.device_globals = device_globals
+        self.demangle = demangle
 
     def run(self) -> HostModel:
         self._find_allocation_slots()
@@ -216,6 +292,8 @@ class _HostModelBuilder:
             for ins in block.instrs:
                 callee = ins.callee
                 if callee is None:
+                    if ins.opcode in ("call", "invoke") and "asm" not in ins.text.split("(", 1)[0]:
+                        self._opaque(ins, "a function pointer", nest, domain)
                     continue
                 if callee == "__cudaPushCallConfiguration":
                     pending_config = ins
@@ -228,7 +306,8 @@ class _HostModelBuilder:
                 else:
                     self._runtime_call(ins, callee, nest, domain)
         loops = tuple(self.ev.loop_infos[lp.name] for lp in self.ev.loops if lp.name in self.ev.loop_infos)
-        return HostModel(self.func.name, tuple(self.statements), tuple(self.allocations), loops, tuple(self.notes))
+        return HostModel(self.func.name, tuple(self.statements), tuple(self.allocations), loops, tuple(self.notes),
+                         tuple(dict.fromkeys(self.launching_calls)))
 
     # ---------------------------------------------------------------- helpers
     def _bind_to_caller(self, caller: "_HostModelBuilder", entry: str) -> None:
@@ -270,9 +349,9 @@ class _HostModelBuilder:
             if ins.opcode == "store" and id(ins.operands[1]) in self.ev.slot_alloc:
                 if not self._runs_before(ins, malloc_of_slot.get(id(ins.operands[1]))):
                     self.ev.reassigned.add(id(ins.operands[1]))  # e.g. a pointer swap
-            if ins.opcode == "call" and ins.callee not in _ALLOC_CALLS and ins.callee is not None \
+            if ins.opcode in ("call", "invoke") and ins.callee not in _ALLOC_CALLS and ins.callee is not None \
                     and not ins.callee.startswith("llvm.lifetime"):
-                for op in ins.operands[:-1]:
+                for op in ins.call_args:
                     if id(op) in self.ev.slot_alloc:
                         self.ev.reassigned.add(id(op))  # slot address escapes into a call
 
@@ -341,54 +420,101 @@ class _HostModelBuilder:
                 store = _last_store_to(holder, call, self.ev) if holder is not None else None
                 args.append(self._resolve(store.operands[0]) if store is not None else ArgValue("unknown"))
         else:
-            args = [self._resolve(op) for op in call.operands[:-1]]
+            args = [self._resolve(op) for op in call.call_args]
         self.statements.append(HostStatement(
             len(self.statements), "launch", call.line, nest, domain, kernel=kernel or stub, grid=grid,
-            block=block, shmem=shmem, stream=stream, args=tuple(args)))
+            block=block, shmem=shmem, stream=stream, args=tuple(args), inlined_from=call.inlined_from))
 
     def _runtime_call(self, ins: Instr, callee: str, nest, domain) -> None:
-        ops = ins.operands
+        """Every call between launches becomes a statement, unless it is host-only:
+        allocations, frees, copies of every kind, memsets and synchronizations are
+        modelled; the program's own functions that touch device memory, and
+        anything else, are opaque (they may read and write all device memory)."""
+        ops = ins.call_args
         add = lambda **kw: self.statements.append(HostStatement(len(self.statements), line=ins.line, loops=nest,
-                                                                domain=domain, **kw))
+                                                                domain=domain, call=callee,
+                                                                inlined_from=ins.inlined_from, **kw))
         if callee in _ALLOC_CALLS:
             alloc = next(a for a in self.allocations if a.line == ins.line and a.function == callee
                          and not any(s.kind == "alloc" and s.detail == a.name for s in self.statements))
             add(kind="alloc", detail=alloc.name, bytes=alloc.bytes)
         elif callee in ("cudaFree", "cudaFreeAsync"):
             add(kind="free", dst=self._resolve(ops[0]))
-        elif callee in ("cudaMemcpy", "cudaMemcpyAsync"):
-            kind_v = self.ev.expr(ops[3]) if len(ops) > 4 else None
-            kind = _COPY_KINDS.get(kind_v.constant_value() if kind_v is not None else -1, "unknown")
-            add(kind="copy", direction=kind, dst=self._resolve(ops[0]), src=self._resolve(ops[1]),
-                bytes=self.ev.expr(ops[2]))
-        elif callee in ("cudaMemset", "cudaMemsetAsync"):
-            add(kind="memset", dst=self._resolve(ops[0]), bytes=self.ev.expr(ops[2]))
+        elif callee in _COPIES or callee in _MEMSETS:
+            spec = _COPIES.get(callee) or _MEMSETS[callee]
+            kind_v = self.ev.expr(ops[spec.kind]) if spec.kind is not None and spec.kind < len(ops) else None
+            direction = _COPY_KINDS.get(kind_v.constant_value() if kind_v is not None else -1, "unknown") \
+                if spec.kind is not None else ("PeerToPeer" if callee in _COPIES else None)
+            side = lambda pos, role: None if pos is None or pos >= len(ops) else (
+                self._symbol(ops[pos], ops[spec.offset] if spec.offset is not None and spec.offset < len(ops)
+                             else None) if spec.symbol == role else self._resolve(ops[pos]))
+            add(kind="copy" if callee in _COPIES else "memset", direction=direction, dst=side(spec.dst, "dst"),
+                src=side(spec.src, "src"), bytes=self.ev.expr(ops[spec.bytes]) if spec.bytes is not None else None)
         elif callee in _SYNC_CALLS:
             add(kind="sync", detail=callee)
-        elif callee in self.module.functions and not self.module.functions[callee].is_declaration \
-                and self._launches_inside(callee):
-            self.notes.append(f"line {ins.line}: call of {callee}, which launches kernels; "
-                              "launches outside the entry function are not modelled")
+        elif host_only_call(callee):
+            return
+        elif callee in self.module.functions and not self.module.functions[callee].is_declaration:
+            effect = self._device_effect(callee)
+            if effect is None:
+                return
+            if effect == "launches kernels":
+                self.launching_calls.append(callee)
+            self._opaque(ins, self._readable(callee), nest, domain, f"the function {effect}")
+        else:
+            self._opaque(ins, self._readable(callee), nest, domain)
 
-    def _launches_inside(self, name: str, seen: set[str] | None = None) -> bool:
-        seen = seen or set()
+    def _readable(self, name: str) -> str:
+        readable = self.demangle(name)
+        depth, cut = 0, len(readable)
+        for i, ch in enumerate(readable):  # drop the parameter list: ``refresh(float*, int)`` -> ``refresh``
+            depth += ch == "<"
+            depth -= ch == ">"
+            if ch == "(" and depth == 0:
+                cut = i
+                break
+        return readable[:cut]
+
+    def _opaque(self, ins: Instr, what: str, nest, domain, detail: str = "not understood") -> None:
+        """A call the model does not see into: it may read and write all device memory."""
+        self.statements.append(HostStatement(len(self.statements), "opaque", ins.line, nest, domain,
+                                             detail=detail, call=what, inlined_from=ins.inlined_from))
+
+    def _symbol(self, symbol: Value, offset: Value | None) -> ArgValue:
+        """The device global a ``cudaMemcpy*Symbol`` names (the host shadow shares its name)."""
+        if symbol.kind == "global" and symbol.name in self.device_globals:
+            off = self.ev.expr(offset) if offset is not None else Expr.const(0)
+            return ArgValue("buffer", buffer=symbol.name, offset=off)
+        return ArgValue("unknown")
+
+    def _device_effect(self, name: str, seen: set[str] | None = None) -> str | None:
+        """What a function of the program does to the device (``None``: nothing): it
+        launches kernels, or calls something that is not host-only."""
+        seen = seen if seen is not None else set()
         if name in seen:
-            return False
+            return None
         seen.add(name)
         fn = self.module.functions.get(name)
         if fn is None or fn.is_declaration:
-            return False
+            return None if host_only_call(name) else f"calls {self._readable(name)}"
+        found = None
         for ins in fn.instructions():
             c = ins.callee
             if c == "cudaLaunchKernel" or (c and "__device_stub__" in c):
-                return True
-            if c and self._launches_inside(c, seen):
-                return True
-        return False
+                return "launches kernels"
+            if c is None and ins.opcode in ("call", "invoke") and "asm" not in ins.text.split("(", 1)[0]:
+                found = found or "calls through a function pointer"
+            elif c is not None and c != "__cudaPushCallConfiguration":
+                inner = self._device_effect(c, seen)
+                if inner == "launches kernels":
+                    return inner
+                found = found or inner
+        return found
 
 
 def build_host_model(module: Module, entry: str, alloc_names, kernel_of_stub,
-                     callers: tuple[str, ...] = ()) -> HostModel:
+                     callers: tuple[str, ...] = (), device_globals: frozenset[str] = frozenset(),
+                     demangle=lambda name: name) -> HostModel:
     """Model the statements of ``entry`` in the host IR module (see the module docstring).
 
     With ``callers`` (``("main",)``, or ``("main", "run_model")`` when the
@@ -398,5 +524,5 @@ def build_host_model(module: Module, entry: str, alloc_names, kernel_of_stub,
     """
     parent = None
     for name in callers:
-        parent = _HostModelBuilder(module, name, alloc_names, kernel_of_stub, parent)
-    return _HostModelBuilder(module, entry, alloc_names, kernel_of_stub, parent).run()
+        parent = _HostModelBuilder(module, name, alloc_names, kernel_of_stub, parent, device_globals, demangle)
+    return _HostModelBuilder(module, entry, alloc_names, kernel_of_stub, parent, device_globals, demangle).run()

@@ -19,7 +19,10 @@ import llvmlite.binding as llvm
 _DBG_REF = re.compile(r"!dbg !(\d+)")
 _LOOP_REF = re.compile(r"!llvm\.loop !(\d+)")
 _LOOP_MD = re.compile(r"^!(\d+) = distinct !\{!\1, !(\d+)", re.M)
-_DILOCATION = re.compile(r"^!(\d+) = (?:distinct )?!DILocation\(line: (\d+)(?:.*?inlinedAt: !(\d+))?", re.M)
+_DILOCATION = re.compile(r"^!(\d+) = (?:distinct )?!DILocation\(line: (\d+)(?:.*?scope: !(\d+))?(?:.*?inlinedAt: !(\d+))?",
+                         re.M)
+_DISCOPE = re.compile(r"^!(\d+) = (?:distinct )?!DI(Subprogram|LexicalBlock|LexicalBlockFile)\((?:name: \"([^\"]*)\")?"
+                      r"(?:.*?scope: !(\d+))?", re.M)
 _STRUCT_DEF = re.compile(r"^(%[\w.$\"]+) = type (<?\{.*\}>?)\s*$", re.M)
 
 
@@ -58,14 +61,20 @@ class Instr(Value):
     block: "Block | None" = None
     line: int | None = None
     loop_line: int | None = None  # on a latch branch: the line where the source loop starts
+    inlined_from: str | None = None  # the function, inlined at ``line``, that this instruction comes from
 
     @property
     def callee(self) -> str | None:
-        """Name of the called function for direct calls."""
-        if self.opcode != "call" or not self.operands:
+        """Name of the called function for direct calls (``call`` and ``invoke``)."""
+        if self.opcode not in ("call", "invoke") or not self.operands:
             return None
         target = self.operands[-1]
         return target.name if target.kind == "func" else None
+
+    @property
+    def call_args(self) -> list[Value]:
+        """The arguments of a call or invoke (an invoke's successor blocks left out)."""
+        return [op for op in self.operands[:-1] if not isinstance(op, Block)]
 
     @property
     def predicate(self) -> str | None:
@@ -123,15 +132,21 @@ class _Converter:
         self.text = text
         # A location inlined from a header (cudaMalloc<T>, say) is reported at
         # the outermost call site, which is the line the user wrote.
-        raw = {int(a): (int(b), int(c) if c else None) for a, b, c in _DILOCATION.findall(text)}
+        raw = {int(a): (int(b), int(c) if c else None) for a, b, _, c in _DILOCATION.findall(text)}
+        scope_of = {int(a): int(s) for a, _, s, _ in _DILOCATION.findall(text) if s}
+        scopes = {int(a): (name, int(parent) if parent else None) for a, kind, name, parent in _DISCOPE.findall(text)}
         self.lines = {}
+        self.inlined_from: dict[int, str] = {}  # location -> the function inlined at its outermost call site
         for key in raw:
             line, parent = raw[key]
-            seen = 0
+            seen, current, previous = 0, key, key
             while parent is not None and parent in raw and seen < 64:
-                line, parent = raw[parent]
+                previous, current = current, parent
+                line, parent = raw[current]
                 seen += 1
             self.lines[key] = line
+            if seen:  # the outermost inlined location's scope is in the function called at ``line``
+                self.inlined_from[key] = _subprogram(scopes, scope_of.get(previous))
         self.dbg_refs = _instruction_dbg_refs(text)
         # loop metadata's first location is where the source loop starts
         self.loop_starts = {int(a): int(b) for a, b in _LOOP_MD.findall(text)}
@@ -195,7 +210,8 @@ class _Converter:
                 text = str(ins).strip()
                 ref, loop_ref = next(refs, (None, None))
                 instr = Instr("inst", str(ins.type), text, ins.name, opcode=ins.opcode, block=block,
-                              line=self.lines.get(ref) if ref is not None else None)
+                              line=self.lines.get(ref) if ref is not None else None,
+                              inlined_from=self.inlined_from.get(ref) if ref is not None else None)
                 if loop_ref is not None and loop_ref in self.loop_starts:
                     instr.loop_line = self.lines.get(self.loop_starts[loop_ref])
                 self.values[_address(ins)] = instr
@@ -222,6 +238,18 @@ class _Converter:
 
 
 _DEFINE = re.compile(r'^define [^@]*@("(?:[^"]|\\")*"|[\w.$]+)\(')
+
+
+def _subprogram(scopes: dict[int, tuple[str, int | None]], scope: int | None) -> str:
+    """The name of the function a debug scope lies in."""
+    for _ in range(64):
+        if scope is None or scope not in scopes:
+            return ""
+        name, parent = scopes[scope]
+        if name:
+            return name
+        scope = parent
+    return ""
 
 
 def _instruction_dbg_refs(text: str) -> dict[str, list[tuple[int | None, int | None]]]:

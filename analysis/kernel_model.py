@@ -26,6 +26,9 @@ from sirius.analysis.symbolic import Expr
 SREG = re.compile(r"llvm\.nvvm\.read\.ptx\.sreg\.(tid|ntid|ctaid|nctaid)\.([xyz])$")
 SREG_SYMBOL = {"tid": "t", "ntid": "nt", "ctaid": "b", "nctaid": "nb"}
 THREAD_SYMBOLS = ("tx", "ty", "tz")
+# the buffer of an access through a pointer of unknown provenance: any device memory
+# (every allocation, every device global); the UAR expands it
+ANY_BUFFER = "sirius_any"
 BLOCK_SYMBOLS = ("bx", "by", "bz")
 DIM_SYMBOLS = ("ntx", "nty", "ntz", "nbx", "nby", "nbz")
 
@@ -111,6 +114,7 @@ class KernelModel:
     accesses: tuple[Access, ...]
     warp_ops: tuple[tuple[str, int | None], ...]
     unsupported: tuple[str, ...]
+    ident: str = ""  # a C identifier naming this kernel, unique in the program (overloads differ)
 
     @property
     def pointer_params(self) -> list[Param]:
@@ -127,7 +131,13 @@ _INLINE_ASM = re.compile(r'\basm (?:sideeffect )?(?:alignstack )?(?:inteldialect
 _PURE_ASM = re.compile(r"\s*(?:(?:rcp|sqrt|rsqrt|ex2|lg2|sin|cos|tanh|mov|add|sub|mul|mad|fma|min|max|abs|neg|cvt|"
                        r"and|or|xor|not|shl|shr|selp|set|setp|prmt|bfe|bfi|brev|popc|clz|cvt|neg|abs)"
                        r"(?:\.[\w]+)*\s+[^;%]*?(?:\$\d+[^;%]*)*;\s*)+")
-_BARRIER_CALLS = re.compile(r"^llvm\.nvvm\.(barrier0|barrier\.(cta\.)?sync.*|barrier\.n)$")
+# every block-wide barrier intrinsic: __syncthreads, __syncthreads_count/_and/_or
+# (barrier.cta.red.*), cooperative groups' block sync, __barrier_sync; the ``.all``
+# forms on barrier 0 are ``__syncthreads``; a named barrier (other id), one with a
+# thread count, an arrive-only or a cluster barrier is not understood
+_BARRIER_INTRINSIC = re.compile(r"^llvm\.nvvm\.(barrier|bar\.sync|bar\.red|barrier0).*")
+_WHOLE_BLOCK_BARRIER = re.compile(r"^llvm\.nvvm\.(barrier0(\.(popc|and|or))?|barrier\.sync|bar\.sync|"
+                                  r"barrier\.cta\.(sync|red\.\w+)(\.aligned)?\.all)$")
 _WARP_BARRIER = "llvm.nvvm.bar.warp.sync"
 _WARP_OPS = re.compile(r"^llvm\.nvvm\.(shfl|vote|match|redux)\.")
 _UNSUPPORTED_CALLS = {
@@ -221,11 +231,14 @@ def build_kernel_model(func: Function, module: Module, name: str, params: list[P
                         unsupported.append(f"inline assembly at line {instr.line}: {body.strip()[:40]}")
                 elif callee is None:
                     unsupported.append(f"indirect call at line {instr.line}")
-                elif _BARRIER_CALLS.match(callee):
-                    barriers.append(Barrier(instr.line, nest, position=point))
-                    barrier_blocks.add(block)
                 elif callee == _WARP_BARRIER:
                     barriers.append(Barrier(instr.line, nest, kind="warp", position=point))
+                elif _BARRIER_INTRINSIC.match(callee):
+                    # every barrier counts for early exits, understood or not
+                    barriers.append(Barrier(instr.line, nest, position=point))
+                    barrier_blocks.add(block)
+                    if not _whole_block_barrier(callee, instr):
+                        unsupported.append(f"named or partial barrier ({callee}) at line {instr.line}")
                 elif _WARP_OPS.match(callee):
                     warp_ops.append((callee.split(".")[2], instr.line))
                 elif callee in _UNSUPPORTED_CALLS:
@@ -237,6 +250,10 @@ def build_kernel_model(func: Function, module: Module, name: str, params: list[P
                 elif not callee.startswith("llvm.") and not callee.startswith("__nv_") \
                         and not callee.startswith("vprintf") and callee in module.functions \
                         and not module.functions[callee].is_declaration:
+                    effects = _callee_effects(module, callee)
+                    if effects:
+                        unsupported.append(f"call of device function {callee} (not inlined), which "
+                                           f"{effects}, at line {instr.line}")
                     _add_opaque_call(ev, instr, nest, params, shared, used_shared, accesses, callee)
             ptr = _pointer_operand(instr)
             if ptr is None:
@@ -282,12 +299,11 @@ def _record(ev, instr, ptr, kind, ty, size, nest, params, shared, used, accesses
             why = reason or ("" if p.offset is not None else "index is data-dependent or not affine")
             accesses.append(Access(kind, named[0], named[1], ty, size, p.offset, guard, nest, instr.line, why, point))
             return
-    # Unknown base: the pointer was loaded from memory or computed opaquely.
-    # It may point into any global buffer the kernel can reach.
+    # Unknown base: the pointer was loaded from memory (a ``__device__ float*``, say)
+    # or computed opaquely. It may point into any device memory, not only into
+    # the buffers the kernel's parameters reach.
     why = reason or "pointer of unknown provenance"
-    for prm in params:
-        if prm.is_pointer:
-            accesses.append(Access(kind, prm.name, "global", ty, size, None, guard, nest, instr.line, why, point))
+    accesses.append(Access(kind, ANY_BUFFER, "global", ty, size, None, guard, nest, instr.line, why, point))
 
 
 def _guard(ev: Evaluator, block: Block, nest: tuple[str, ...]) -> Formula | None:
@@ -323,6 +339,67 @@ def _widen_last(accesses: list[Access], reason: str = "bulk memory operation of 
     a = accesses[-1]
     accesses[-1] = Access(a.kind, a.buffer, a.space, a.elem_type, a.size, None, a.guard, a.loops, a.line, reason,
                           a.position)
+
+
+def _whole_block_barrier(callee: str, instr: Instr) -> bool:
+    """A barrier of every thread of the block on barrier 0 (what ``__syncthreads`` is)."""
+    if not _WHOLE_BLOCK_BARRIER.match(callee):
+        return False
+    if callee.startswith("llvm.nvvm.barrier.cta") or callee in ("llvm.nvvm.barrier.sync", "llvm.nvvm.bar.sync"):
+        ident = instr.operands[0] if instr.operands else None
+        return getattr(ident, "value", None) == 0
+    return True
+
+
+def _callee_effects(module: Module, name: str, seen: set[str] | None = None) -> str:
+    """What a device function that was not inlined does beyond its pointer arguments
+    (empty when nothing): barriers, built-in indices, shared memory, device globals."""
+    seen = seen if seen is not None else set()
+    if name in seen:
+        return ""
+    seen.add(name)
+    fn = module.functions.get(name)
+    if fn is None or fn.is_declaration:
+        return ""
+    for ins in fn.instructions():
+        c = ins.callee
+        if c is not None and (_BARRIER_INTRINSIC.match(c) or c == _WARP_BARRIER or _WARP_OPS.match(c)):
+            return "synchronizes threads"
+        if c is not None and SREG.match(c):
+            return "reads built-in indices"
+        if ins.opcode == "call" and c is None:
+            return "makes an indirect call"
+        if any(op.kind == "global" for op in ins.operands):
+            return "touches device globals or shared memory"
+        inner = _callee_effects(module, c, seen) if c is not None and not c.startswith("llvm.") else ""
+        if inner:
+            return inner
+    return ""
+
+
+def device_globals(module: Module) -> dict[str, int | None]:
+    """``__device__`` and ``__constant__`` variables of the device IR: name -> bytes."""
+    layout = TypeLayout(module.struct_types)
+    out: dict[str, int | None] = {}
+    for name, g in module.globals.items():
+        m = re.search(r"addrspace\((1|4)\) (?:externally_initialized )?(?:global|constant) (.*)$", g.text)
+        if not m or name.startswith(("llvm.", ".", "__")):
+            continue
+        out[name] = layout.size(_leading_type(m.group(2)))
+    return out
+
+
+def _leading_type(text: str) -> str:
+    """The type at the start of ``[4 x float] [float 1.0, ...]`` or ``float 2.0``."""
+    text = text.strip()
+    if text[:1] in "[{<":
+        depth = 0
+        for i, ch in enumerate(text):
+            depth += ch in "[{<"
+            depth -= ch in "]}>"
+            if depth == 0:
+                return text[:i + 1]
+    return text.split(" ", 1)[0].rstrip(",")
 
 
 def _early_exits(ev: Evaluator, func: Function, barrier_blocks: set[Block]) -> list[EarlyExit]:

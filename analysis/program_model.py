@@ -9,6 +9,7 @@ and constant scalar arguments, giving each access as an isl map from
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 import subprocess
@@ -19,8 +20,8 @@ from sirius.analysis.frontend import CompileJob, compile_program
 from sirius.analysis.host_model import ArgValue, HostModel, HostStatement, build_host_model
 from sirius.analysis.ir import parse_module
 from sirius.analysis.kernel_model import (BLOCK_SYMBOLS, THREAD_SYMBOLS, Access, KernelModel, Param,
-                                          build_kernel_model)
-from sirius.analysis.source_index import LaunchSite, SourceIndex, build_source_index
+                                          build_kernel_model, device_globals)
+from sirius.analysis.source_index import KernelDecl, LaunchSite, SourceIndex, build_source_index
 from sirius.analysis.symbolic import Expr
 from sirius.errors import InputError
 
@@ -90,6 +91,8 @@ class ProgramModel:
     source: SourceIndex
     launches: list[LaunchInstance] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    device_globals: dict[str, int | None] = field(default_factory=dict)  # __device__/__constant__: name -> bytes
+    kernel_decls: dict[str, KernelDecl] = field(default_factory=dict)  # by mangled device name
 
 
 # ------------------------------------------------------------- isl building
@@ -215,6 +218,7 @@ def analyze_program(job: CompileJob, entry: str = "main") -> ProgramModel:
     # kernels, with parameter names from the source where it declares them
     by_readable: dict[str, str] = {}
     kernels: dict[str, KernelModel] = {}
+    kernel_decls: dict[str, KernelDecl] = {}
     decls = {demangle(stub).replace("__device_stub__", "", 1): d for stub, d in source.kernels.items()}
     for fn in device.functions.values():
         if fn.is_declaration or not fn.is_kernel:
@@ -230,6 +234,10 @@ def analyze_program(job: CompileJob, entry: str = "main") -> ProgramModel:
             params.append(Param(pname, ptype, a.type.startswith("ptr")))
         kernels[fn.name] = build_kernel_model(fn, device, _short_name(readable), params, demangle)
         by_readable[readable] = fn.name
+        if decl is not None:
+            kernel_decls[fn.name] = decl
+
+    kernels = _with_identifiers(kernels)
 
     def kernel_of_stub(stub: str) -> str | None:
         return by_readable.get(demangle(stub).replace("__device_stub__", "", 1))
@@ -242,25 +250,32 @@ def analyze_program(job: CompileJob, entry: str = "main") -> ProgramModel:
     caller = "main" if entry_ir != "main" and "main" in host.functions and \
         not host.functions["main"].is_declaration else None
     callers: tuple[str, ...] = (caller,) if caller else ()
-    host_model = build_host_model(host, entry_ir, alloc_name, kernel_of_stub, callers)
+    globals_ = device_globals(device)
+    build = lambda fn, outer: build_host_model(host, fn, alloc_name, kernel_of_stub, outer, frozenset(globals_),
+                                               demangle)
+    host_model = build(entry_ir, callers)
     chain = [entry_ir]
     while not host_model.launches and len(chain) < 4:
         # the entry only calls one helper that launches everything (generated programs
         # do, sometimes through another helper): model that helper, its parameters
         # bound through the chain of calls to the outermost allocations
-        launchers = sorted({n.split("call of ", 1)[1].split(",", 1)[0] for n in host_model.notes if "call of " in n})
-        if len(launchers) != 1:
+        if len(host_model.launching_calls) != 1:
             break
-        callers, chain = callers + (chain[-1],), chain + [launchers[0]]
-        host_model = build_host_model(host, launchers[0], alloc_name, kernel_of_stub, callers)
+        callers, chain = callers + (chain[-1],), chain + [host_model.launching_calls[0]]
+        host_model = build(chain[-1], callers)
     if len(chain) > 1:
         path = " -> ".join(_short_name(demangle(n)) for n in chain)
         host_model = HostModel(host_model.entry, host_model.statements, host_model.allocations, host_model.loops,
-                               host_model.notes + (f"entry {path}: the helper that issues every launch",))
+                               host_model.notes + (f"entry {path}: the helper that issues every launch",),
+                               host_model.launching_calls)
     if not host_model.launches:
+        helpers = ", ".join(_short_name(demangle(n)) for n in host_model.launching_calls)
         raise InputError(f"error: {job.path}: no kernel launches found in '{entry}'"
-                         + ("; " + "; ".join(host_model.notes) if host_model.notes else ""))
-    model = ProgramModel(str(job.path), kernels, host_model, source, notes=list(host_model.notes))
+                         + ("; " + "; ".join(host_model.notes) if host_model.notes else "")
+                         + (f"; it calls functions that launch kernels ({helpers}): name one with --entry"
+                            if helpers else ""))
+    model = ProgramModel(str(job.path), kernels, host_model, source, notes=list(host_model.notes),
+                         device_globals=globals_, kernel_decls=kernel_decls)
     sites_by_line: dict[int, list[LaunchSite]] = {}
     for site in source.launches:
         sites_by_line.setdefault(site.range.line, []).append(site)
@@ -276,6 +291,23 @@ def analyze_program(job: CompileJob, entry: str = "main") -> ProgramModel:
         model.launches.append(_instance(stmt, kernel, site))
         used[stmt.line or -1] = used.get(stmt.line or -1, 0) + 1
     return model
+
+
+def _with_identifiers(kernels: dict[str, KernelModel]) -> dict[str, KernelModel]:
+    """Give each kernel a C identifier from its name; kernels whose names read alike
+    (overloads, template instances) are told apart by a number in program order."""
+    def spelled(name: str) -> str:  # "void scale<unsigned int>" -> "scale_unsigned_int"
+        head, angle, tail = name.partition("<")
+        return re.sub(r"\W+", "_", head.split(" ")[-1] + angle + tail).strip("_") or "kernel"
+
+    base = {m: spelled(k.name) for m, k in kernels.items()}
+    seen: dict[str, int] = {}
+    out = {}
+    for mangled, k in kernels.items():
+        n = seen.get(base[mangled], 0)
+        seen[base[mangled]] = n + 1
+        out[mangled] = dataclasses.replace(k, ident=base[mangled] if n == 0 else f"{base[mangled]}_{n}")
+    return out
 
 
 def _entry_function(host, entry: str, demangle) -> str:

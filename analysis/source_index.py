@@ -47,6 +47,7 @@ class LaunchSite:
     args: tuple[str, ...]
     range: SourceRange
     statement: bool = False  # the launch is a whole statement directly inside braces
+    macro: str | None = None  # the macro whose expansion wrote the launch (its source text has no ``<<<``)
 
     @property
     def text(self) -> str:
@@ -83,9 +84,6 @@ class SourceIndex:
 
     def for_loop_at(self, line: int | None) -> ForLoop | None:
         return next((f for f in self.for_loops if f.range.line == line), None)
-
-    def kernel_by_name(self, name: str) -> KernelDecl | None:
-        return next((k for k in self.kernels.values() if k.name == name), None)
 
     def allocation_at(self, line: int | None) -> AllocSite | None:
         return next((a for a in self.allocations if a.line == line), None)
@@ -250,8 +248,10 @@ def build_source_index(job: CompileJob) -> SourceIndex:
                     config = tuple(_text(source, a) for a in children[1].get_arguments()
                                    if a.extent.start.line > 0 and _text(source, a))
                     args = tuple(_text(source, a) for a in children[2:])
+                    written = _text(source, c)
+                    macro = None if "<<<" in written else written.split("(", 1)[0].strip()
                     out.launches.append(LaunchSite(c.spelling or _text(source, children[0]), function,
-                                                   config, args, _range(c), in_braces))
+                                                   config, args, _range(c), in_braces, macro))
                     out.functions_with_launches.add(function)
                 elif c.spelling in _ALLOC_FUNCS:
                     args = list(c.get_arguments())

@@ -122,7 +122,10 @@ class _Touch:
     subs: tuple = ()
 
 
-def _launch_touches(inst: LaunchInstance, allocations: list[str]) -> list[_Touch]:
+def _launch_touches(inst: LaunchInstance, allocations: list[str], globals_: frozenset[str]) -> list[_Touch]:
+    """What one launch reads and writes, per buffer: through its arguments, in device
+    globals, and everywhere (``allocations``, which lists the globals too) through a
+    pointer of unknown provenance."""
     stmt, kernel = inst.statement, inst.kernel
     subs = launch_substitution(stmt, kernel, inst.bindings)
     binding = dict(inst.bindings)
@@ -132,7 +135,8 @@ def _launch_touches(inst: LaunchInstance, allocations: list[str]) -> list[_Touch
         if a.space == "shared":
             continue
         kinds = ("read", "write") if a.kind == "atomic" else (("read",) if a.kind == "load" else ("write",))
-        arg = binding.get(a.buffer, ArgValue("unknown"))
+        arg = ArgValue("buffer", buffer=a.buffer, offset=Expr.const(0)) if a.buffer in globals_ else \
+            binding.get(a.buffer, ArgValue("unknown"))
         offset = None if a.offset is None else a.offset.subs(subs)
         guard = None if a.guard is None else a.guard.subs(subs)
         kl = tuple((n, None if loops.get(n) is None else loops[n].subs(subs)) for n in a.loops)
@@ -166,6 +170,8 @@ def _statement_touches(stmt: HostStatement, allocations: list[str]) -> list[_Tou
         return of(stmt.dst, "write")
     if stmt.kind == "free":
         return of(stmt.dst, "write")  # a free orders after every use of the allocation
+    if stmt.kind == "opaque":  # not understood: it may read and write all device memory
+        return [_Touch(stmt, b, kind, None, 1, None) for b in allocations for kind in ("read", "write")]
     return []
 
 
@@ -311,14 +317,17 @@ def build_uar(model: ProgramModel, barriers: bool = True, reindexed_widths: bool
     fusion schedule proves what it needs itself, so the optimizer skips them.
     """
     stmts = list(model.host.statements)
-    allocations = [a.name for a in model.host.allocations]
+    # device memory: the allocations and the device globals, each a buffer of its own
+    allocations = [a.name for a in model.host.allocations] + sorted(model.device_globals)
     alloc_bytes = {a.name: (a.bytes.constant_value() if a.bytes is not None else None)
                    for a in model.host.allocations}
+    alloc_bytes.update(model.device_globals)
+    globals_ = frozenset(model.device_globals)
     inst_of = {inst.statement.index: inst for inst in model.launches}
     touches: list[_Touch] = []
     for s in stmts:
         if s.kind == "launch" and s.index in inst_of:
-            touches += _launch_touches(inst_of[s.index], allocations)
+            touches += _launch_touches(inst_of[s.index], allocations, globals_)
         else:
             touches += _statement_touches(s, allocations)
     graph = nx.MultiDiGraph()

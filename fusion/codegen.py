@@ -33,7 +33,7 @@ class FusedKernel:
 
 
 def _fragment_name(inst: LaunchInstance) -> str:
-    return f"sirius_frag_{inst.kernel.name.replace(':', '_').replace('<', '_').replace('>', '_')}"
+    return f"sirius_frag_{inst.kernel.ident}"
 
 
 def _fragment(inst: LaunchInstance, decl) -> str:
@@ -237,8 +237,7 @@ def generate(model: ProgramModel, schedule: Schedule, source: str) -> tuple[str,
     insts = {i.statement.index: i for i in model.launches}
     decls = {}
     for idx, inst in insts.items():
-        decls[idx] = model.source.kernel_by_name(inst.site.kernel if inst.site else inst.kernel.name) \
-            or model.source.kernel_by_name(inst.kernel.name)
+        decls[idx] = model.kernel_decls.get(inst.kernel.mangled)
     multi = [g for g in schedule.groups if len(g.launches) > 1]
     if not multi:
         return source, []

@@ -116,11 +116,21 @@ def _config(stmt: HostStatement) -> tuple | None:
     return None if g is None or b is None else (g, b)
 
 
-def fragment_problem(inst: LaunchInstance) -> str | None:
+def fragment_problem(model: ProgramModel, inst: LaunchInstance) -> str | None:
     """Why this launch cannot become a fragment of a fused kernel, if it cannot."""
     k, site, stmt = inst.kernel, inst.site, inst.statement
     if site is None:
-        return "launch expression not found in the source"
+        return "launch expression not found in the source" + (
+            f" (it is in {stmt.inlined_from}, which the compiler inlined at line {stmt.line})"
+            if stmt.inlined_from else "")
+    decl = model.kernel_decls.get(k.mangled)
+    if decl is None:
+        return "the kernel's definition is not in the program's main source file"
+    if decl.is_template:
+        return "template kernels are not made into fragments yet"
+    if site.macro is not None:
+        return (f"launch is written through the macro {site.macro}; its expansion cannot be rewritten "
+                "in the source")
     if not site.statement:
         return "launch is not a statement of its own inside braces"
     if k.unsupported:
@@ -132,6 +142,20 @@ def fragment_problem(inst: LaunchInstance) -> str | None:
     return None
 
 
+def index_helpers(model: ProgramModel, inst: LaunchInstance) -> tuple[str, ...]:
+    """``__device__`` functions the launch's kernel calls (transitively) that read
+    ``blockIdx``, ``threadIdx``, ``blockDim`` or ``gridDim``: inside a fused kernel they
+    read the fused kernel's indices, not the fragment's remapped ones."""
+    decl = model.kernel_decls.get(inst.kernel.mangled)
+    return decl.callees_read_indices if decl is not None else ()
+
+
+def helper_reason(model: ProgramModel, inst: LaunchInstance) -> str:
+    return (f"{inst.kernel.name} calls {', '.join(index_helpers(model, inst))}, which reads the built-in "
+            "block and thread indices; a fragment placed in other blocks or threads would see the fused "
+            "kernel's indices there")
+
+
 def _between_is_straight_line(source: str, a: LaunchInstance, b: LaunchInstance) -> bool:
     text = source[a.site.range.end_offset:b.site.range.start_offset]
     text = re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
@@ -139,11 +163,17 @@ def _between_is_straight_line(source: str, a: LaunchInstance, b: LaunchInstance)
 
 
 def find_regions(model: ProgramModel, source: str) -> tuple[list[Region], list[Refusal]]:
+    """Runs of launches that may be fused, and why each pair of launches that follow
+    one another is kept apart where a region ends between them: a host statement
+    (copy, memset, synchronization, a call the model does not see into, ...), a
+    different host loop nest or host function, or control flow in the source."""
     stmts = model.host.statements
     inst = {i.statement.index: i for i in model.launches}
     regions: list[Region] = []
     refusals: list[Refusal] = []
     current: list[int] = []
+    previous: int | None = None  # the last launch statement seen
+    between: list[HostStatement] = []  # the statements since that launch
 
     def close():
         if current:
@@ -153,20 +183,45 @@ def find_regions(model: ProgramModel, source: str) -> tuple[list[Region], list[R
     for s in stmts:
         if s.kind != "launch" or s.index not in inst:
             close()
+            between.append(s)
             continue
-        problem = fragment_problem(inst[s.index])
+        problem = fragment_problem(model, inst[s.index])
+        separator = _separator(source, stmts, inst, previous, s, between)
+        if separator is not None:
+            refusals.append(Refusal((previous, s.index), separator))
+        previous, between = s.index, []
         if problem:
             close()
             refusals.append(Refusal((s.index,), problem))
             continue
-        if current:
-            prev = inst[current[-1]]
-            same_nest = stmts[current[-1]].loops == s.loops and prev.site.function == inst[s.index].site.function
-            if not (same_nest and _between_is_straight_line(source, prev, inst[s.index])):
-                close()
+        if separator is not None:
+            close()
         current.append(s.index)
     close()
     return regions, refusals
+
+
+def _separator(source: str, stmts, inst, previous: int | None, launch: HostStatement,
+               between: list[HostStatement]) -> str | None:
+    """Why ``launch`` cannot join the region of the launch before it (None: it can)."""
+    if previous is None:
+        return None
+    if between:
+        shown = "; ".join(s.describe() for s in between[:3]) + ("; ..." if len(between) > 3 else "")
+        return f"host statements between the launches order them: {shown}"
+    a, b = inst[previous], inst[launch.index]
+    if a.site is None or b.site is None:
+        unplaced = a if a.site is None else b
+        where = f" in {unplaced.statement.inlined_from}" if unplaced.statement.inlined_from else ""
+        return (f"the launch of {unplaced.kernel.name}{where} at line {unplaced.statement.line} cannot be "
+                "rewritten (its launch expression is not in the source)")
+    if stmts[previous].loops != launch.loops:
+        return "they are in different host loop nests"
+    if a.site.function != b.site.function:
+        return "they are in different host functions"
+    if not _between_is_straight_line(source, a, b):
+        return "control flow between them in the source"
+    return None
 
 
 # --------------------------------------------------------------- grouping
@@ -263,8 +318,7 @@ class _RegionScheduler:
                 return (f"{self.inst[idx].kernel.name} returns early (line {exits[0].line}) before a barrier; "
                         "inside a fused kernel the returning threads would not exit and later barriers "
                         "would pair up differently")
-        kernels = {self.inst[i].kernel.mangled: self.inst[i].kernel for i in lane}  # one set per fragment function
-        shared = sum(s.bytes or 0 for k in kernels.values() for s in k.shared if not s.dynamic)
+        shared = self._static_shared(lane)
         if shared > STATIC_SHARED_LIMIT:
             return f"static shared memory of the fragments ({shared} bytes) exceeds {STATIC_SHARED_LIMIT}"
         dynamic = [i for i in lane if any(s.dynamic for s in self.inst[i].kernel.shared)]
@@ -318,6 +372,8 @@ class _RegionScheduler:
             return None
         if not is_mapping_kernel(self.inst[m].kernel):
             return None
+        if index_helpers(self.model, self.inst[m]):
+            return helper_reason(self.model, self.inst[m])
         if any(d.src == m and d.dst in lane for d in self.deps):
             return "the launch would have to run before a fragment it feeds"
         to_anchor = [d for d in self.deps if d.src == anchor and d.dst == m]
@@ -415,12 +471,21 @@ class _RegionScheduler:
         dyn = [i for lane in lanes for i in lane if any(s.dynamic for s in self.inst[i].kernel.shared)]
         if len(dyn) > 1:
             return "more than one fragment uses dynamic shared memory"
+        remapped = next((self.inst[i] for lane in lanes for i in lane if index_helpers(self.model, self.inst[i])),
+                        None)
+        if remapped is not None:
+            return helper_reason(self.model, remapped)
         # every block of a fused kernel holds the static shared arrays of all its fragments
-        kernels = {self.inst[i].kernel.mangled: self.inst[i].kernel for lane in lanes for i in lane}
-        shared = sum(s.bytes or 0 for k in kernels.values() for s in k.shared if not s.dynamic)
+        shared = self._static_shared([i for lane in lanes for i in lane])
         if shared > STATIC_SHARED_LIMIT:
             return f"static shared memory of the fragments ({shared} bytes) exceeds {STATIC_SHARED_LIMIT}"
         return None
+
+    def _static_shared(self, launches: list[int]) -> int:
+        """Bytes of static shared memory a block of the fused kernel holds: each array once
+        (an array of a helper is one array, whichever fragments call the helper)."""
+        arrays = {s.symbol: s.bytes or 0 for i in launches for s in self.inst[i].kernel.shared if not s.dynamic}
+        return sum(arrays.values())
 
     def _steps(self) -> list[int]:
         """Each group's time step in isl's global schedule (see fusion.global_schedule)."""
@@ -460,6 +525,29 @@ class _RegionScheduler:
             del self.groups[i], step_of[i]
             i = 0 if host > i else i
 
+    def unexplained_pairs(self, notes: list[Refusal]) -> list[Refusal]:
+        """A reason for each two launches that follow one another in the region and
+        ended in different groups with no note between their groups yet."""
+        owner = {m: g for g in self.groups for m in g.members}
+        explained = {(id(owner[n.launches[0]]), id(owner[n.launches[1]])) for n in notes}
+        explained |= {(b, a) for a, b in explained}
+        steps = {id(g): step for step, g in self.ordered_groups()}
+        out = []
+        for a, b in zip(self.region.launches, self.region.launches[1:]):
+            ga, gb = owner[a], owner[b]
+            if ga is gb or (id(ga), id(gb)) in explained:
+                continue
+            explained.add((id(ga), id(gb)))
+            if self._edges_between(ga, gb):
+                reason = self._vertical_problem(ga, gb) or "a launch between them depends on one and feeds the other"
+            elif self.arrangement == "vertical":
+                reason = "independent launches are not fused side by side in the vertical arrangement"
+            else:
+                reason = self._horizontal_problem(ga, gb) or (
+                    f"isl's global schedule puts them on different steps ({steps[id(ga)]} and {steps[id(gb)]})")
+            out.append(Refusal((a, b), reason))
+        return out
+
     def _note(self, ga: _Group, gb: _Group, reason: str) -> None:
         """Why two connected groups stay apart, once per pair of groups (named by their
         first launches; the last reason seen wins)."""
@@ -476,21 +564,23 @@ class _RegionScheduler:
 
     def barrier_flags(self, lane: list[int], group: "_Group | None" = None) -> tuple[bool, ...]:
         """Where a lane needs ``__syncthreads()``: before a fragment with a block-level
-        dependence on an earlier one, and before a fragment whose kernel already ran
-        since the last barrier with static shared memory (one fragment function, one
-        set of ``__shared__`` arrays per block: the second run would overwrite what
-        slower threads of the first still read)."""
+        dependence on an earlier one, and before a fragment that uses a static
+        ``__shared__`` array an earlier fragment used since the last barrier (one array
+        per block, whether the same kernel runs twice or two kernels call one helper
+        that declares it: the second use would overwrite what slower threads of the
+        first still read), and likewise for dynamic shared memory, which all
+        fragments share."""
         flags = []
         since_barrier: set[str] = set()
         for pos, idx in enumerate(lane):
             earlier = set(lane[:pos])
-            kernel = self.inst[idx].kernel
+            arrays = {"extern" if s.dynamic else s.symbol for s in self.inst[idx].kernel.shared}
             needs = any(d.dst == idx and d.src in earlier and d.width == "block" for d in self.deps)
             needs = needs or (group is not None and idx in group.barrier_for)
-            needs = needs or (kernel.mangled in since_barrier and any(not s.dynamic for s in kernel.shared))
+            needs = needs or bool(arrays & since_barrier)
             if needs:
                 since_barrier.clear()
-            since_barrier.add(kernel.mangled)
+            since_barrier |= arrays
             flags.append(needs)
         return tuple(flags)
 
@@ -512,9 +602,7 @@ def build_schedule(model: ProgramModel, uar: UAR, source: str, arrangement: str 
                                tuple(str(grp.reindex[i]) if i in grp.reindex else None for i in lane))
                           for lane in grp.lanes)
             schedule.groups.append(FusionGroup(len(schedule.groups), region.id, lanes, step))
-        for note in rs.notes.values():
-            a, b = note.launches
-            if schedule.group_of(a) is not schedule.group_of(b):
-                schedule.refusals.append(note)
-    # a launch that stays alone because of a dependence is explained by the notes above
+        kept = [note for note in rs.notes.values()
+                if schedule.group_of(note.launches[0]) is not schedule.group_of(note.launches[1])]
+        schedule.refusals += kept + rs.unexplained_pairs(kept)
     return schedule

@@ -26,7 +26,7 @@ import islpy as isl
 from sirius.analysis.program_model import ProgramModel
 from sirius.analysis.source_index import ForLoop
 from sirius.analysis.uar import UAR
-from sirius.fusion.schedule import FusionGroup, Refusal, Region
+from sirius.fusion.schedule import FusionGroup, Refusal, Region, helper_reason, index_helpers
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,9 @@ def plan_wavefront(model: ProgramModel, uar: UAR, region: Region, group: FusionG
     why = lambda r: Refusal(tuple(group.launches), f"no wavefront over host loops: {r}")
     if len(group.lanes) != 1:
         return why("the group is not a single vertical lane")
+    helper = next((insts[i] for i in group.launches if index_helpers(model, insts[i])), None)
+    if helper is not None:
+        return why(helper_reason(model, helper))
     stmt = first.statement
     if stmt.domain is None or not stmt.domain.is_affine():
         return why("loop domain is not affine")
@@ -110,16 +113,20 @@ def plan_wavefront(model: ProgramModel, uar: UAR, region: Region, group: FusionG
     alloc_lines = {a.name: a.line for a in model.host.allocations}
     if any((alloc_lines.get(a) or 0) >= outer_loop.range.line for a in allocations):
         return why("an allocation is made after the loop starts")
-    # the dependences carried across iterations, as relations between (o, i) pairs
+    # the dependences between different iterations, as relations between (o, i) pairs:
+    # every dependence of the nest counts, also one that links the same iteration too
+    # (its same-iteration part stays inside one fused cell, in the lane's order)
     members = set(group.launches)
     carried: list[tuple[str, isl.Map]] = []
     for d in uar.dependences:
-        if d.src in members and d.dst in members and (not d.same_iteration or d.src == d.dst):
+        if d.src in members and d.dst in members:
             rel = isl.Map(d.relation)
             rel = rel.project_out(isl.dim_type.in_, 2, rel.dim(isl.dim_type.in_) - 2)
             rel = rel.project_out(isl.dim_type.out, 2, rel.dim(isl.dim_type.out) - 2)
             rel = rel.reset_tuple_id(isl.dim_type.in_).reset_tuple_id(isl.dim_type.out)
             rel = rel.intersect(isl.Map("{ [a0, a1] -> [b0, b1] : a0 != b0 or a1 != b1 }"))
+            if rel.is_empty():
+                continue
             if rel.dim(isl.dim_type.param):
                 return why(f"dependence on {d.buffer} depends on a runtime value")
             carried.append((d.buffer, rel))

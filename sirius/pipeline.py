@@ -122,8 +122,8 @@ def report(state: OptimizeState) -> dict[str, Any]:
     after_counts += [per_run(i) for i in insts if i not in grouped]
     after = None if any(c is None for c in after_counts) else sum(after_counts)
     kernels_after = {fk.name for fk in state.fused}
-    kernels_after |= {insts[g.launches[0]].kernel.name for g in sched.groups if len(g.launches) == 1}
-    kernels_after |= {insts[i].kernel.name for i in insts if i not in grouped}
+    kernels_after |= {insts[g.launches[0]].kernel.mangled for g in sched.groups if len(g.launches) == 1}
+    kernels_after |= {insts[i].kernel.mangled for i in insts if i not in grouped}
     return {
         "program": str(state.job.path),
         "arrangement": state.arrangement,
@@ -131,7 +131,7 @@ def report(state: OptimizeState) -> dict[str, Any]:
         "launches_after": after,
         "launch_statements_before": len(insts),
         "launch_statements_after": len(sched.groups) + len([i for i in insts if i not in grouped]),
-        "kernels_before": len({i.kernel.name for i in model.launches}),
+        "kernels_before": len({i.kernel.mangled for i in model.launches}),
         "kernels_after": len(kernels_after),
         "groups": [{
             "id": g.id, "kernel": next((fk.name for fk in state.fused if fk.group.id == g.id), None),
