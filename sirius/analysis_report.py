@@ -69,13 +69,16 @@ def _dim(d) -> list[Any] | None:
 
 def _statement_json(s: HostStatement) -> dict[str, Any]:
     out: dict[str, Any] = {"index": s.index, "kind": s.kind, "line": s.line, "loops": list(s.loops),
-                           "domain": None if s.domain is None else str(s.domain)}
+                           "domain": None if s.domain is None else str(s.domain), "call": s.call,
+                           "inlined_from": s.inlined_from, "description": s.describe()}
     if s.kind == "copy":
         out.update(direction=s.direction, dst=str(s.dst), src=str(s.src),
                    bytes=None if s.bytes is None else (s.bytes.constant_value() or str(s.bytes)))
     elif s.kind in ("memset", "free"):
         out.update(dst=str(s.dst))
     elif s.kind in ("sync", "alloc"):
+        out.update(detail=s.detail)
+    elif s.kind == "opaque":  # may read and write all device memory
         out.update(detail=s.detail)
     return out
 
@@ -113,6 +116,8 @@ def model_to_json(model: ProgramModel) -> dict[str, Any]:
                                                                         if a.bytes.constant_value() is not None
                                                                         else str(a.bytes)),
                 "line": a.line, "allocator": a.function} for a in model.host.allocations]
+    buffers += [{"name": name, "bytes": size, "line": None, "allocator": "device global"}
+                for name, size in sorted(model.device_globals.items())]
     return {
         "program": model.path,
         "entry": model.host.entry,
@@ -159,7 +164,8 @@ def render_text(model: ProgramModel, data: dict[str, Any] | None = None) -> str:
     out.append("")
     out.append(f"buffers ({len(data['buffers'])})")
     for b in data["buffers"]:
-        out.append(f"  {b['name']}: {b['bytes']} bytes ({b['allocator']}, line {b['line']})")
+        out.append(f"  {b['name']}: {b['bytes']} bytes ({b['allocator']}"
+                   + (f", line {b['line']})" if b["line"] is not None else ")"))
     enclosing = {name for st in data["statements"] for name in st["loops"]}
     if enclosing:
         out.append("")
@@ -202,6 +208,8 @@ def render_text(model: ProgramModel, data: dict[str, Any] | None = None) -> str:
                 what = f"copy {s['direction']} {s['src']} -> {s['dst']} ({s['bytes']} bytes)"
             elif s["kind"] in ("memset", "free"):
                 what = f"{s['kind']} {s['dst']}"
+            elif s["kind"] == "opaque":
+                what = f"{s['description']}: {s['detail']}; may read and write all device memory"
             else:
                 what = f"{s['kind']} {s.get('detail', '')}"
             out.append(f"  [{s['index']}] line {s['line']}: {what}{loops}")

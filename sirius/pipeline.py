@@ -100,6 +100,25 @@ def rearrange(state: OptimizeState, arrangement: str) -> OptimizeState:
     return other
 
 
+def pairs_without_reason(state: OptimizeState) -> list[tuple[int, int]]:
+    """Launches that follow one another in program order, end in different launches of
+    the optimized program, and have no refusal that explains it: one naming a launch of
+    each side, or one refusing either launch as a fragment. The optimizer's promise is
+    that this list is empty."""
+    sched = state.schedule
+    side = {i: ("group", g.id) for g in sched.groups for i in g.launches}
+    order = sorted(i.statement.index for i in state.model.launches)
+    side.update({i: ("alone", i) for i in order if i not in side})
+    linked = set()
+    for r in sched.refusals:
+        if len(r.launches) == 1:
+            linked.add(("alone", r.launches[0]))
+        sides = {side.get(i) for i in r.launches}
+        linked |= {(x, y) for x in sides for y in sides if x != y}
+    return [(a, b) for a, b in zip(order, order[1:]) if side[a] != side[b]
+            and (side[a], side[b]) not in linked and ("alone", a) not in linked and ("alone", b) not in linked]
+
+
 def report(state: OptimizeState) -> dict[str, Any]:
     """What the optimizer did, in the shape ``--report`` writes."""
     import islpy as isl

@@ -20,7 +20,7 @@ import pytest
 
 from sirius.analysis.frontend import CompileJob
 from sirius.config import CompileFlags, resolve_toolchain
-from sirius.pipeline import OptimizeState, report, run_pipeline
+from sirius.pipeline import OptimizeState, pairs_without_reason, report, run_pipeline
 
 pytestmark = pytest.mark.toolchain
 
@@ -161,15 +161,6 @@ def test_probe_expectation(name, tmp_path):
 
 @pytest.mark.parametrize("name", sorted(PROBES))
 def test_launches_left_apart_have_a_refusal(name):
-    """Every two launches consecutive in program order that end up in different groups are
-    named (one of them) by some refusal: nothing is left unfused without a reason."""
-    rep = probe_report(name)
-    groups = group_of(rep)
-    named = {m["launch"] for r in rep["refused"] for m in r["launches"]}
-    order = launch_order(name)
-    unexplained = []
-    for (i, ki, li), (j, kj, lj) in zip(order, order[1:]):
-        together = i in groups and j in groups and groups[i][0] == groups[j][0]
-        if not together and not ({i, j} & named):
-            unexplained.append(f"{ki} (line {li}) / {kj} (line {lj})")
-    assert not unexplained, f"left apart without a refusal: {unexplained}\n{summary(rep)}"
+    """Every two launches consecutive in program order that end up apart are explained by a
+    refusal naming both sides (or refusing one of them as a fragment)."""
+    assert not pairs_without_reason(optimized(name)), summary(probe_report(name))

@@ -14,7 +14,7 @@ import pytest
 
 from sirius.analysis.frontend import CompileJob
 from sirius.config import CompileFlags, resolve_toolchain
-from sirius.pipeline import OptimizeState, rearrange, report, run_pipeline
+from sirius.pipeline import OptimizeState, pairs_without_reason, rearrange, report, run_pipeline
 
 pytestmark = pytest.mark.toolchain
 
@@ -50,6 +50,12 @@ def test_launch_counts(name):
     rep = report(optimized(name)["auto"])
     assert rep["launches_before"] == before
     assert rep["launches_after"] == after
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+@pytest.mark.parametrize("arrangement", ["auto", "vertical", "horizontal"])
+def test_every_pair_left_apart_has_a_reason(name, arrangement):
+    assert pairs_without_reason(optimized(name)[arrangement]) == []
 
 
 def test_refusals_name_their_reason():
