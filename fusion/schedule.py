@@ -293,11 +293,18 @@ class _RegionScheduler:
 
     # ---------------------------------------------------------- vertical
     def _vertical_problem(self, ga: _Group, gb: _Group) -> str | None:
+        """Why the two groups cannot run in one lane as launched (None: they can)."""
         if len(ga.lanes) != 1 or len(gb.lanes) != 1:
             return "one side is already arranged horizontally"
-        ca, cb = self._lane_config(ga.lanes[0]), self._lane_config(gb.lanes[0])
-        if ca is None or cb is None or ca != cb:
+        if not self._same_configuration(ga, gb):
             return "different launch configurations"
+        return self._width_problem(ga, gb)
+
+    def _same_configuration(self, ga: _Group, gb: _Group) -> bool:
+        ca, cb = self._lane_config(ga.lanes[0]), self._lane_config(gb.lanes[0])
+        return ca is not None and ca == cb
+
+    def _width_problem(self, ga: _Group, gb: _Group) -> str | None:
         for d in self._edges_between(ga, gb):
             if d.width not in ("thread", "block"):
                 return f"{d.width} dependence on {d.buffer}"
@@ -422,7 +429,9 @@ class _RegionScheduler:
                         continue  # independent launches are left to horizontal fusion
                     problem = self._vertical_problem(ga, gb)
                     reindexed = None
-                    if problem == "different launch configurations" and connected:
+                    single_lanes = len(ga.lanes) == 1 and len(gb.lanes) == 1
+                    if connected and single_lanes and not self._same_configuration(ga, gb):
+                        # another shape: the consumer may still run re-indexed on the producer's threads
                         attempt = self._try_reindex(ga, gb)
                         if isinstance(attempt, tuple):
                             reindexed, problem = attempt, None
