@@ -4,7 +4,9 @@
 Usage: scripts/fuzz_fusion.py [--seeds A:B] [--jobs N] [--arrangement auto|vertical|horizontal]
                               [--keep DIR] [--json OUT]
 
-Exit status 1 when any seed fails; each failure prints its seed and the verify output.
+Exit status 1 when any seed fails; each failure prints its seed, the newer
+generator constructs its program holds (what to suspect first) and the output
+of the stage that failed.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ def main() -> int:
     wall = time.perf_counter() - start
     bad = [r for r in results if not r["ok"]]
     for r in bad:
-        print(f"seed {r['seed']}: FAILED at {r['stage']}\n{r['detail']}\n")
+        news = ", ".join(r.get("constructs") or []) or "none"
+        print(f"seed {r['seed']}: FAILED at {r['stage']} (constructs: {news})\n{r['detail']}\n")
     ok = [r for r in results if r["ok"]]
     fused = sum(1 for r in ok if r["launches_after"] is not None and r["launches_after"] < r["launches_before"])
     before = sum(r["launches_before"] or 0 for r in ok)

@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, required=True, help="seed (the first one with --count)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the program here (default stdout)")
     parser.add_argument("--describe", metavar="FILE",
-                        help="write launches and intended dependences as JSON")
+                        help="write launches, host statements, device globals and intended dependences as JSON")
     parser.add_argument("--count", type=int, default=1, help="number of consecutive seeds")
     parser.add_argument("--out-dir", metavar="DIR", help="folder for --count programs")
     parser.add_argument("--max-kernels", type=int, default=8, help="most launches per program (default 8)")

@@ -16,13 +16,25 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from sirius.testing.progen import generate_program
+from sirius.testing.progen import PATTERNS, STRUCTURES, GeneratedProgram, generate_program
 
 SIRIUS = str(Path(sys.executable).parent / "sirius")
+
+_PALETTE = set(PATTERNS[:PATTERNS.index("tail_barrier")]) | set(STRUCTURES[:STRUCTURES.index("helper")])
+
+
+def constructs(prog: GeneratedProgram) -> list[str]:
+    """The newer constructs a program holds (patterns, structures, kernel
+    features, host statements beyond the original palette): what to suspect
+    first when its seed fails."""
+    found = ({l.pattern for l in prog.launches} | {l.structure for l in prog.launches}
+             | {f for l in prog.launches for f in l.features} | {o.kind for o in prog.host_ops})
+    return sorted(found - _PALETTE)
 
 
 def run_seed(seed: int, workdir: Path, arrangement: str) -> dict:
     prog = generate_program(seed)
+    news = constructs(prog)
     src = workdir / f"seed_{seed}.cu"
     out = workdir / f"seed_{seed}_opt.cu"
     rep = workdir / f"seed_{seed}.json"
@@ -32,7 +44,8 @@ def run_seed(seed: int, workdir: Path, arrangement: str) -> dict:
                           "--report", str(rep)], capture_output=True, text=True)
     t_opt = time.perf_counter() - start
     if opt.returncode != 0:
-        return {"seed": seed, "ok": False, "stage": "optimize", "detail": opt.stderr.strip()[-2000:]}
+        return {"seed": seed, "ok": False, "stage": "optimize", "detail": opt.stderr.strip()[-2000:],
+                "constructs": news, "launches_before": len(prog.launches), "launches_after": None}
     report = json.loads(rep.read_text())
     start = time.perf_counter()
     ver = subprocess.run([SIRIUS, "verify", str(src), str(out), "--backend", "cpu"], capture_output=True, text=True)
@@ -40,7 +53,7 @@ def run_seed(seed: int, workdir: Path, arrangement: str) -> dict:
     return {"seed": seed, "ok": ver.returncode == 0, "stage": "verify",
             "detail": "" if ver.returncode == 0 else (ver.stdout + ver.stderr)[-2000:],
             "launches_before": report["launches_before"], "launches_after": report["launches_after"],
-            "optimize_s": round(t_opt, 3), "verify_s": round(t_ver, 3)}
+            "optimize_s": round(t_opt, 3), "verify_s": round(t_ver, 3), "constructs": news}
 
 
 def fuzz(seeds: range, jobs: int = 2, arrangement: str = "auto", keep: Path | None = None,
