@@ -68,6 +68,7 @@ class Access:
     line: int | None
     reason: str = ""  # why it is not affine
     position: tuple[int, int] = (0, 0)  # program point: (block in program order, instruction)
+    noncoherent: bool = False  # a load through the read-only data cache (``__ldg``: ld.global.nc)
 
     @property
     def affine(self) -> bool:
@@ -115,6 +116,9 @@ class KernelModel:
     warp_ops: tuple[tuple[str, int | None], ...]
     unsupported: tuple[str, ...]
     ident: str = ""  # a C identifier naming this kernel, unique in the program (overloads differ)
+    noalias: tuple[int, ...] = ()  # parameters the IR marks noalias (declared __restrict__)
+    max_threads: int | None = None  # from __launch_bounds__ ("nvvm.maxntid")
+    scoped_alias: int | None = None  # line of an access carrying an inlined callee's restrict promise
 
     @property
     def pointer_params(self) -> list[Param]:
@@ -266,15 +270,46 @@ def build_kernel_model(func: Function, module: Module, name: str, params: list[P
             else:
                 ty = instr.operands[1].type if len(instr.operands) > 1 else instr.type
             size = layout.size(ty) or 0
-            _record(ev, instr, ptr, kind, ty, size, nest, params, shared, used_shared, accesses, point=point)
+            # clang marks __ldg's load invariant; the NVPTX back end makes it ld.global.nc
+            nc = kind == "load" and "!invariant.load" in instr.text
+            _record(ev, instr, ptr, kind, ty, size, nest, params, shared, used_shared, accesses, point=point,
+                    noncoherent=nc)
 
     early_exits = _early_exits(ev, func, barrier_blocks)
     loops = tuple(ev.loop_infos[lp.name] for lp in ev.loops if lp.name in ev.loop_infos)
     if len(unsupported) > 3:  # keep reports readable: the first few sites and a count
         unsupported = unsupported[:3] + [f"... and {len(unsupported) - 3} more such sites"]
+    scoped = next((i.line or 0 for i in func.instructions() if "!alias.scope" in i.text), None)
     return KernelModel(name, func.name, tuple(params), tuple(used_shared.values()),
                        tuple(barriers), tuple(early_exits), loops, tuple(accesses), tuple(warp_ops),
-                       tuple(dict.fromkeys(unsupported)))
+                       tuple(dict.fromkeys(unsupported)), noalias=_noalias_params(func.header),
+                       max_threads=_max_threads(func.header, module.text), scoped_alias=scoped)
+
+
+def _noalias_params(header: str) -> tuple[int, ...]:
+    """Positions of the ``noalias`` parameters in an IR function header."""
+    inside = header.split("(", 1)[1].rsplit(")", 1)[0] if "(" in header else ""
+    depth, parts, cur = 0, [], ""
+    for ch in inside:
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    return tuple(k for k, p in enumerate(parts) if re.search(r"\bnoalias\b", p))
+
+
+def _max_threads(header: str, module_text: str) -> int | None:
+    """The kernel's ``__launch_bounds__`` thread count (clang's "nvvm.maxntid" attribute)."""
+    group = re.search(r"#(\d+)\s*(?:!dbg\s*!\d+\s*)?(?:\{\s*)?$", header.strip())
+    if group is None:
+        return None
+    attrs = re.search(rf"^attributes #{group.group(1)} = \{{(.*)\}}$", module_text, re.M)
+    found = re.search(r'"nvvm\.maxntid"="(\d+)', attrs.group(1)) if attrs else None
+    return int(found.group(1)) if found else None
 
 
 def _base_name(base, params: list[Param], shared: dict[str, SharedArray], used: dict[str, SharedArray]):
@@ -290,20 +325,23 @@ def _base_name(base, params: list[Param], shared: dict[str, SharedArray], used: 
     return None
 
 
-def _record(ev, instr, ptr, kind, ty, size, nest, params, shared, used, accesses, reason="", point=(0, 0)):
+def _record(ev, instr, ptr, kind, ty, size, nest, params, shared, used, accesses, reason="", point=(0, 0),
+            noncoherent=False):
     p = ev.value(ptr)
     guard = _guard(ev, instr.block, nest)
     if isinstance(p, Pointer):
         named = _base_name(p.base, params, shared, used)
         if named is not None:
             why = reason or ("" if p.offset is not None else "index is data-dependent or not affine")
-            accesses.append(Access(kind, named[0], named[1], ty, size, p.offset, guard, nest, instr.line, why, point))
+            accesses.append(Access(kind, named[0], named[1], ty, size, p.offset, guard, nest, instr.line, why, point,
+                                   noncoherent))
             return
     # Unknown base: the pointer was loaded from memory (a ``__device__ float*``, say)
     # or computed opaquely. It may point into any device memory, not only into
     # the buffers the kernel's parameters reach.
     why = reason or "pointer of unknown provenance"
-    accesses.append(Access(kind, ANY_BUFFER, "global", ty, size, None, guard, nest, instr.line, why, point))
+    accesses.append(Access(kind, ANY_BUFFER, "global", ty, size, None, guard, nest, instr.line, why, point,
+                           noncoherent))
 
 
 def _guard(ev: Evaluator, block: Block, nest: tuple[str, ...]) -> Formula | None:

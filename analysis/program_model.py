@@ -93,6 +93,7 @@ class ProgramModel:
     notes: list[str] = field(default_factory=list)
     device_globals: dict[str, int | None] = field(default_factory=dict)  # __device__/__constant__: name -> bytes
     kernel_decls: dict[str, KernelDecl] = field(default_factory=dict)  # by mangled device name
+    arch: str = "sm_90"  # the GPU architecture the program is compiled for
 
 
 # ------------------------------------------------------------- isl building
@@ -275,7 +276,7 @@ def analyze_program(job: CompileJob, entry: str = "main") -> ProgramModel:
                          + (f"; it calls functions that launch kernels ({helpers}): name one with --entry"
                             if helpers else ""))
     model = ProgramModel(str(job.path), kernels, host_model, source, notes=list(host_model.notes),
-                         device_globals=globals_, kernel_decls=kernel_decls)
+                         device_globals=globals_, kernel_decls=kernel_decls, arch=job.flags.arch)
     sites_by_line: dict[int, list[LaunchSite]] = {}
     for site in source.launches:
         sites_by_line.setdefault(site.range.line, []).append(site)

@@ -18,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
-from sirius.fusion.schedule import FusionGroup, Lane, Schedule
+from sirius.fusion.promises import PromisePlan, fused_param_name, strip_restrict
+from sirius.fusion.schedule import STATIC_SHARED_LIMIT, FusionGroup, Lane, Schedule, static_shared_bytes
 
 _INDEX_NAMES = ("blockIdx", "threadIdx", "blockDim", "gridDim")
 
@@ -30,6 +31,15 @@ class FusedKernel:
     grid: str  # launch configuration text
     block: str
     shmem: str
+    threads: int | None = None  # threads per block, the kernel's __launch_bounds__
+    static_shared: int = 0  # bytes, from the fragments' kernel models
+    dynamic_shared: int = 0
+    restrict: frozenset[str] = frozenset()  # parameters that keep __restrict__
+
+    @property
+    def shared_opt_in(self) -> bool:
+        """The launch needs cudaFuncSetAttribute(MaxDynamicSharedMemorySize) first."""
+        return self.static_shared + self.dynamic_shared > STATIC_SHARED_LIMIT
 
 
 def _fragment_name(inst: LaunchInstance) -> str:
@@ -41,7 +51,9 @@ def _fragment(inst: LaunchInstance, decl) -> str:
         "  const uint3 blockIdx = sirius_bid;", "  const uint3 threadIdx = sirius_tid;",
         "  const dim3 blockDim = sirius_bdim;", "  const dim3 gridDim = sirius_gdim;",
         "  (void)blockIdx; (void)threadIdx; (void)blockDim; (void)gridDim;"])
-    params = decl.params_text.strip()
+    # a fragment promises nothing about its pointers: the fused kernel's parameters carry
+    # the __restrict__ qualifiers the alias facts prove (fusion.promises)
+    params = strip_restrict(decl.params_text.strip())
     sep = ", " if params and params != "void" else ""
     params = "" if params == "void" else params
     return (f"// fragment of kernel {inst.kernel.name}: its body, with its own block and thread indices\n"
@@ -50,17 +62,32 @@ def _fragment(inst: LaunchInstance, decl) -> str:
             f"{sep}{params}) {{\n{shadow}\n  {decl.body_text}\n}}\n")
 
 
-def _param_decls(insts: list[LaunchInstance], decls) -> tuple[list[str], dict[int, list[str]]]:
+def _param_decls(insts: list[LaunchInstance], decls, restrict: frozenset[str]) -> tuple[list[str], dict[int, list[str]]]:
+    """The fused kernel's parameters (``__restrict__`` only where ``restrict`` names them) and,
+    per launch, the names of its fragment's arguments."""
     params, names = [], {}
     for inst in insts:
         decl = decls[inst.statement.index]
         own = []
         for j, (pname, ptype) in enumerate(decl.params):
-            name = f"s{inst.statement.index}_{pname or j}"
-            params.append(f"{ptype} {name}")
+            name = fused_param_name(inst.statement.index, j, pname)
+            params.append(f"{ptype if name in restrict else strip_restrict(ptype)} {name}")
             own.append(name)
         names[inst.statement.index] = own
     return params, names
+
+
+def _resources(group: FusionGroup, insts, threads: int | None) -> dict:
+    kernels = [insts[i].kernel for i in group.launches]
+    dynamic = max(insts[i].statement.shmem.constant_value() for i in group.launches)
+    return {"threads": threads, "static_shared": static_shared_bytes(kernels), "dynamic_shared": dynamic}
+
+
+def _signature(name: str, params: list[str], threads: int | None) -> str:
+    """A fused kernel's declarator: bounded to its block size, so that nvcc keeps its
+    registers within what a block of that size may have."""
+    bounds = f"__launch_bounds__({threads}) " if threads else ""
+    return f"__global__ void {bounds}{name}({', '.join(params)})"
 
 
 def reindex_code(sigma_text: str, bid: str, tid: str) -> tuple[list[str], str, list[str]]:
@@ -110,17 +137,19 @@ def _lane_body(lane: Lane, insts, names, indices: str, indent: str) -> list[str]
     return out
 
 
-def _fused_kernel(group: FusionGroup, insts, decls) -> tuple[str, FusedKernel]:
+def _fused_kernel(group: FusionGroup, insts, decls, restrict: frozenset[str]) -> tuple[str, FusedKernel]:
     members = [insts[i] for i in group.launches]
-    params, names = _param_decls(members, decls)
+    params, names = _param_decls(members, decls, restrict)
     name = f"sirius_fused_{group.id}"
     body: list[str] = []
     first = insts[group.lanes[0].launches[0]]
     if len(group.lanes) == 1:
         body += _lane_body(group.lanes[0], insts, names, "blockIdx, threadIdx, blockDim, gridDim", "  ")
         shm = max(insts[i].statement.shmem.constant_value() for i in group.launches)
+        block = first.statement.block.constant() if first.statement.block else None
+        threads = block[0] * block[1] * block[2] if block else None
         fk = FusedKernel(name, group, f"sirius_g{first.statement.index}", f"sirius_b{first.statement.index}",
-                         str(shm))
+                         str(shm), restrict=restrict, **_resources(group, insts, threads))
     else:
         sizes = []
         for lane in group.lanes:
@@ -152,11 +181,18 @@ def _fused_kernel(group: FusionGroup, insts, decls) -> tuple[str, FusedKernel]:
             start += nblocks
         body.append("  }")
         shm = max(insts[i].statement.shmem.constant_value() for i in group.launches)
-        fk = FusedKernel(name, group, f"dim3({start})", f"dim3({widest})", str(shm))
+        fk = FusedKernel(name, group, f"dim3({start})", f"dim3({widest})", str(shm), restrict=restrict,
+                         **_resources(group, insts, widest))
     members_text = ", ".join(insts[i].kernel.name for i in group.launches)
     text = (f"// {group.arrangement} fusion of {members_text}\n"
-            f"__global__ void {name}({', '.join(params)}) {{\n" + "\n".join(body) + "\n}\n")
+            f"{_signature(name, params, fk.threads)} {{\n" + "\n".join(body) + "\n}\n")
     return text, fk
+
+
+def _shared_opt_in(fk: FusedKernel) -> str:
+    """Once per program run: allow the fused kernel's launch more than 48 KB of shared memory."""
+    return (f"static const cudaError_t sirius_opt_in_{fk.group.id} = cudaFuncSetAttribute({fk.name}, "
+            f"cudaFuncAttributeMaxDynamicSharedMemorySize, {fk.dynamic_shared}); (void)sirius_opt_in_{fk.group.id}; ")
 
 
 def _temporaries(inst: LaunchInstance, config_used: bool) -> str:
@@ -183,10 +219,11 @@ def _issue(group: FusionGroup, insts, fused: dict[int, FusedKernel]) -> str:
         return f"{inst.site.kernel}<<<sirius_g{idx}, sirius_b{idx}{shm}>>>({args})"
     fk = fused[group.id]
     args = ", ".join(f"sirius_a{i}_{j}" for i in group.launches for j in range(len(insts[i].site.args)))
-    return f"{fk.name}<<<{fk.grid}, {fk.block}, {fk.shmem}>>>({args})"
+    opt_in = _shared_opt_in(fk) if fk.shared_opt_in else ""
+    return f"{opt_in}{fk.name}<<<{fk.grid}, {fk.block}, {fk.shmem}>>>({args})"
 
 
-def _wave_kernel(group: FusionGroup, wave, insts, decls) -> tuple[str, str]:
+def _wave_kernel(group: FusionGroup, wave, insts, decls, fk: FusedKernel) -> tuple[str, str]:
     """The kernel running one anti-diagonal of a loop nest, and the host loop replacing the nest."""
     lane = group.lanes[0]
     first = insts[lane.launches[0]].statement
@@ -208,6 +245,7 @@ def _wave_kernel(group: FusionGroup, wave, insts, decls) -> tuple[str, str]:
         own = []
         for j, ((pname, ptype), (_, arg)) in enumerate(zip(decl.params, insts[idx].bindings)):
             local = f"s{idx}_{pname or j}"
+            ptype = strip_restrict(ptype)  # the cells of one wave may share storage: no promises
             if arg.kind == "buffer":
                 value = f"({ptype})(sirius_base_{arg.buffer} + ({arg.offset.to_c()}))"
             else:
@@ -219,11 +257,12 @@ def _wave_kernel(group: FusionGroup, wave, insts, decls) -> tuple[str, str]:
     members = ", ".join(insts[i].kernel.name for i in lane.launches)
     kernel = (f"// wavefront of {members}: block range k of the launch is cell ({wave.outer}, {wave.inner}) "
               f"with {wave.outer} + {wave.inner} = sirius_w\n"
-              f"__global__ void {name}({', '.join(params)}) {{\n" + "\n".join(body) + "\n}\n")
+              f"{_signature(name, params, bx * by * bz)} {{\n" + "\n".join(body) + "\n}\n")
     shm = max(insts[i].statement.shmem.constant_value() for i in lane.launches)
     bases = ", ".join(["sirius_w", "sirius_lo"] + [f"(char*){a}" for a in wave.allocations])
     host = (f"/* sirius: wavefront over ({wave.outer}, {wave.inner}): the {len(lane.launches)} launches of each "
             f"iteration are one fused launch, and all iterations on one anti-diagonal share it */\n"
+            + (f"  {{ {_shared_opt_in(fk)}}}\n" if fk.shared_opt_in else "") +
             f"  {wave.wave_for} {{\n"
             f"    const int sirius_lo = {wave.lo};\n"
             f"    const int sirius_hi = {wave.hi};\n"
@@ -232,8 +271,11 @@ def _wave_kernel(group: FusionGroup, wave, insts, decls) -> tuple[str, str]:
     return kernel, host
 
 
-def generate(model: ProgramModel, schedule: Schedule, source: str) -> tuple[str, list[FusedKernel]]:
-    """The optimized program's source (see the module docstring)."""
+def generate(model: ProgramModel, schedule: Schedule, source: str,
+             promises: PromisePlan | None = None) -> tuple[str, list[FusedKernel]]:
+    """The optimized program's source (see the module docstring). A fused kernel keeps the
+    ``__restrict__`` qualifiers ``promises`` lists for its group, and no others."""
+    promises = promises or PromisePlan()
     insts = {i.statement.index: i for i in model.launches}
     decls = {}
     for idx, inst in insts.items():
@@ -254,13 +296,15 @@ def generate(model: ProgramModel, schedule: Schedule, source: str) -> tuple[str,
     waves = schedule.wavefronts
     for g in multi:
         if g.id in waves:
-            text, host = _wave_kernel(g, waves[g.id], insts, decls)
+            first = insts[g.launches[0]].statement.block.constant()
+            fused[g.id] = FusedKernel(f"sirius_wave_{g.id}", g, "", "", "",
+                                      **_resources(g, insts, first[0] * first[1] * first[2]))
+            text, host = _wave_kernel(g, waves[g.id], insts, decls, fused[g.id])
             kernels_text.append(text)
             loop = waves[g.id].outer_loop.range
             edits.append((loop.start_offset, loop.end_offset, host))
-            fused[g.id] = FusedKernel(f"sirius_wave_{g.id}", g, "", "", "")
             continue
-        text, fk = _fused_kernel(g, insts, decls)
+        text, fk = _fused_kernel(g, insts, decls, promises.restrict.get(g.id, frozenset()))
         kernels_text.append(text)
         fused[g.id] = fk
 
@@ -288,7 +332,8 @@ def generate(model: ProgramModel, schedule: Schedule, source: str) -> tuple[str,
     prototypes = ""
     if entry is not None and insert_at > entry.start_offset:
         prototypes = "".join(
-            f"__global__ void {fk.name}({', '.join(_param_decls([insts[i] for i in fk.group.launches], decls)[0])});\n"
+            _signature(fk.name, _param_decls([insts[i] for i in fk.group.launches], decls, fk.restrict)[0],
+                       fk.threads) + ";\n"
             for fk in fused.values() if fk.group.id not in waves)
         if any(g.id in waves for g in multi):
             prototypes = ""  # wave kernels need the helper macros too: keep everything above the entry

@@ -110,6 +110,24 @@ class Schedule:
 
 # ------------------------------------------------------------ eligibility
 
+# most shared memory one block may have after cudaFuncSetAttribute(MaxDynamicSharedMemorySize)
+_OPT_IN_SHARED = {"sm_70": 96 * 1024, "sm_72": 96 * 1024, "sm_75": 64 * 1024, "sm_80": 163 * 1024,
+                  "sm_86": 99 * 1024, "sm_87": 163 * 1024, "sm_89": 99 * 1024, "sm_90": 227 * 1024,
+                  "sm_100": 227 * 1024, "sm_120": 99 * 1024}
+
+
+def shared_opt_in_limit(arch: str) -> int:
+    """The per-block shared memory limit of ``arch`` with the opt-in (48 KB when unknown)."""
+    return _OPT_IN_SHARED.get(arch.rstrip("af"), STATIC_SHARED_LIMIT)
+
+
+def static_shared_bytes(kernels) -> int:
+    """Bytes of static shared memory a block of the fused kernel holds: each array once
+    (an array of a helper is one array, whichever fragments call the helper)."""
+    arrays = {s.symbol: s.bytes or 0 for k in kernels for s in k.shared if not s.dynamic}
+    return sum(arrays.values())
+
+
 def _config(stmt: HostStatement) -> tuple | None:
     g = stmt.grid.constant() if stmt.grid else None
     b = stmt.block.constant() if stmt.block else None
@@ -325,13 +343,10 @@ class _RegionScheduler:
                 return (f"{self.inst[idx].kernel.name} returns early (line {exits[0].line}) before a barrier; "
                         "inside a fused kernel the returning threads would not exit and later barriers "
                         "would pair up differently")
-        shared = self._static_shared(lane)
-        if shared > STATIC_SHARED_LIMIT:
-            return f"static shared memory of the fragments ({shared} bytes) exceeds {STATIC_SHARED_LIMIT}"
         dynamic = [i for i in lane if any(s.dynamic for s in self.inst[i].kernel.shared)]
         if len(dynamic) > 1:
             return "more than one fragment uses dynamic shared memory"
-        return None
+        return self._shared_problem(lane)
 
     # -------------------------------------------------------- re-indexing
     def _thread_relation(self, d: Dependence) -> isl.Map:
@@ -484,17 +499,21 @@ class _RegionScheduler:
                         None)
         if remapped is not None:
             return helper_reason(self.model, remapped)
-        # every block of a fused kernel holds the static shared arrays of all its fragments
-        shared = self._static_shared([i for lane in lanes for i in lane])
-        if shared > STATIC_SHARED_LIMIT:
-            return f"static shared memory of the fragments ({shared} bytes) exceeds {STATIC_SHARED_LIMIT}"
-        return None
+        return self._shared_problem([i for lane in lanes for i in lane])
 
-    def _static_shared(self, launches: list[int]) -> int:
-        """Bytes of static shared memory a block of the fused kernel holds: each array once
-        (an array of a helper is one array, whichever fragments call the helper)."""
-        arrays = {s.symbol: s.bytes or 0 for i in launches for s in self.inst[i].kernel.shared if not s.dynamic}
-        return sum(arrays.values())
+    def _shared_problem(self, launches: list[int]) -> str | None:
+        """Every block of a fused kernel holds the static shared arrays of all its fragments,
+        and the largest dynamic size of the launches: over 48 KB in all the launch needs the
+        opt-in code generation emits, and past the device's opt-in limit it cannot run."""
+        static = static_shared_bytes([self.inst[i].kernel for i in launches])
+        if static > STATIC_SHARED_LIMIT:
+            return f"static shared memory of the fragments ({static} bytes) exceeds {STATIC_SHARED_LIMIT}"
+        dynamic = max(self.inst[i].statement.shmem.constant_value() or 0 for i in launches)
+        limit = shared_opt_in_limit(self.model.arch)
+        if static + dynamic > limit:
+            return (f"shared memory of the fused kernel ({static} bytes static + {dynamic} dynamic) exceeds "
+                    f"the {limit} bytes a block of {self.model.arch} can have")
+        return None
 
     def _steps(self) -> list[int]:
         """Each group's time step in isl's global schedule (see fusion.global_schedule)."""

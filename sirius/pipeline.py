@@ -15,6 +15,9 @@ from sirius.analysis.frontend import CompileJob
 from sirius.analysis.program_model import ProgramModel, analyze_program, launch_count
 from sirius.analysis.uar import UAR, build_uar
 from sirius.fusion.codegen import FusedKernel, generate
+from sirius.errors import SiriusError
+from sirius.fusion.check import CheckResult, check_program
+from sirius.fusion.promises import PromisePlan, plan_promises, split_group
 from sirius.fusion.schedule import Schedule, build_schedule
 from sirius.fusion.wavefront import Wavefront, plan_wavefront
 
@@ -28,8 +31,11 @@ class OptimizeState:
     model: ProgramModel | None = None
     uar: UAR | None = None
     schedule: Schedule | None = None
+    promises: PromisePlan = field(default_factory=PromisePlan)
     output: str = ""
     fused: list[FusedKernel] = field(default_factory=list)
+    check: CheckResult | None = None
+    check_findings: list = field(default_factory=list)  # violations found (and undone) on earlier attempts
 
 
 @dataclass(frozen=True)
@@ -64,8 +70,36 @@ def _wavefront(st: OptimizeState) -> None:
             st.schedule.refusals.append(plan)
 
 
+def _promises(st: OptimizeState) -> None:
+    st.promises = plan_promises(st.model, st.schedule)
+
+
 def _codegen(st: OptimizeState) -> None:
-    st.output, st.fused = generate(st.model, st.schedule, st.source)
+    st.output, st.fused = generate(st.model, st.schedule, st.source, st.promises)
+
+
+def _check(st: OptimizeState) -> None:
+    """The promise check on the program about to be written; a fused kernel that breaks a
+    promise or a launch limit is an internal error: its group is left unfused with the
+    violation as the reason, and the program generated and checked again."""
+    for _ in range(4):
+        if not st.fused:
+            st.check = None
+            return
+        st.check = check_program(st.job, st.entry, source=st.output)
+        if not st.check.violations:
+            return
+        st.check_findings += st.check.violations
+        by_group = {}
+        for v in st.check.violations:
+            by_group.setdefault(v.group, v)
+        for group_id, v in by_group.items():
+            group = next(g for g in st.schedule.groups if g.id == group_id)
+            split_group(st.schedule, group, f"internal error caught by the promise check: {v.message}")
+        _promises(st)
+        _codegen(st)
+    raise SiriusError("internal error: the promise check still finds violations after leaving "
+                      f"{len(st.check_findings)} fused kernels unfused")
 
 
 PIPELINE: tuple[Stage, ...] = (
@@ -74,7 +108,11 @@ PIPELINE: tuple[Stage, ...] = (
     Stage("schedule", _schedule, "group launches: vertical (P1), isl time steps (P2), horizontal within a step "
                                  "(P3), never across a global dependence"),
     Stage("wavefront", _wavefront, "skew a fused loop nest so each anti-diagonal is one launch (isl AST)"),
+    Stage("promises", _promises, "keep only the __restrict__ promises the alias facts prove; split groups "
+                                 "whose read-only-cache loads another fragment would write"),
     Stage("codegen", _codegen, "fragments, fused kernels, rewritten launch regions"),
+    Stage("check", _check, "analyse the emitted program: every promise of a fused kernel holds, every launch "
+                           "fits the GPU (ptxas figures); a violation leaves its group unfused"),
 )
 
 
@@ -96,7 +134,9 @@ def rearrange(state: OptimizeState, arrangement: str) -> OptimizeState:
     other = OptimizeState(state.job, state.entry, arrangement, state.source, state.model, state.uar)
     _schedule(other)
     _wavefront(other)
+    _promises(other)
     _codegen(other)
+    _check(other)
     return other
 
 
@@ -159,8 +199,31 @@ def report(state: OptimizeState) -> dict[str, Any]:
             "region": g.region, "step": g.step,
             "lanes": [[{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].statement.line}
                        for i in lane.launches] for lane in g.lanes],
+            **_kernel_facts(state, g.id),
         } for g in sched.groups if len(g.launches) > 1],
         "refused": [{"launches": [{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].statement.line}
                                   for i in r.launches if i in insts], "reason": r.reason}
                     for r in sched.refusals],
+        "promise_check": None if state.check is None and not state.check_findings else {
+            "kernels_checked": state.check.kernels_checked if state.check else 0,
+            "ptxas": bool(state.check and state.check.ptxas),
+            "violations_undone": [{"kernel": v.kernel, "what": v.what, "message": v.message}
+                                  for v in state.check_findings],
+            "notes": state.check.notes if state.check else []},
     }
+
+
+def _kernel_facts(state: OptimizeState, group: int) -> dict[str, Any]:
+    """What a fused kernel promises and needs: the restrict qualifiers it keeps and those
+    taken back (with why), its launch bound and shared memory."""
+    fk = next((f for f in state.fused if f.group.id == group), None)
+    if fk is None:
+        return {}
+    insts = {i.statement.index: i for i in state.model.launches}
+    dropped = {b.pointer: b for b in state.promises.dropped.get(group, ()) if b.promise == "restrict"}
+    return {"pointer_params": sum(p.is_pointer for i in fk.group.launches for p in insts[i].kernel.params),
+            "restrict_kept": sorted(fk.restrict),
+            "restrict_dropped": [{"parameter": b.pointer, "also_reached_by": b.other, "buffer": b.buffer,
+                                  "why": b.describe()} for b in dropped.values()],
+            "launch_bounds": fk.threads, "static_shared": fk.static_shared, "dynamic_shared": fk.dynamic_shared,
+            "shared_opt_in": fk.shared_opt_in}

@@ -34,6 +34,7 @@ EXPECTED = {
     "gather",
     "aliasing",
     "early_exit",
+    "storage_reuse",
 }
 
 # launch sites in main, as counted in the host IR (calls of
@@ -48,6 +49,7 @@ LAUNCH_SITES = {
     "gather": 2,
     "aliasing": 3,
     "early_exit": 2,
+    "storage_reuse": 4,
 }
 
 ALLOWED_INCLUDES = {"cstdio", "cstdlib", "cmath", "cuda_runtime.h"}

@@ -37,6 +37,8 @@ class Probe:
     bodies: tuple[str, ...] = ()        # if fused: each body line appears in the generated code too
     barrier: bool = False               # if fused into one lane: at least one barrier inserted
     nvcc: bool = False                  # the optimized program compiles with nvcc
+    fits: bool = False                  # if fused: the promise check ran with ptxas figures, no violation
+    emits: tuple[str, ...] = ()         # if fused: each text appears in the optimized program
 
 
 PROBES: dict[str, Probe] = {
@@ -55,6 +57,10 @@ PROBES: dict[str, Probe] = {
     "host_read_between.cu": Probe(("affine", "refine"), apart=True, reason=("cudaMemcpy",)),
     "memset_between.cu": Probe(("blend", "accumulate"), apart=True, reason=("cudaMemset",)),
     "d2d_copy_between.cu": Probe(("affine", "mul"), apart=True, reason=("cudaMemcpy",)),
+    "shared_56k.cu": Probe(("tile_shift", "window_flip"), nvcc=True, fits=True,
+                           emits=("cudaFuncAttributeMaxDynamicSharedMemorySize, 16384)",)),
+    "launch_bounds_1024.cu": Probe(("spread", "offset"), nvcc=True, fits=True,
+                                   emits=("__launch_bounds__(1024) sirius_fused_",)),
 }
 
 
@@ -146,6 +152,13 @@ def test_probe_expectation(name, tmp_path):
     if probe.bodies and same_group:
         for body in probe.bodies:
             assert state.output.count(body) >= 2, f"fused, but no fragment carries {body!r}\n{summary(rep)}"
+    for text in probe.emits if same_group else ():
+        assert text in state.output, f"fused, but the program lacks {text!r}\n{summary(rep)}"
+    if probe.fits and same_group:
+        if shutil.which("nvcc") is None:
+            pytest.skip("nvcc not installed")
+        assert state.check is not None and state.check.ptxas and not state.check.violations
+        assert not state.check_findings
     if probe.barrier and same_lane:
         (group,) = [g for g in rep["groups"] if g["id"] == groups[a][0]]
         assert group["barriers_inserted"] >= 1, f"one lane, no barrier between the helper's calls\n{summary(rep)}"

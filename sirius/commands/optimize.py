@@ -58,9 +58,21 @@ def _render(rep: dict) -> str:
         lanes = " | ".join(" -> ".join(f"{m['kernel']} (line {m['line']})" for m in lane) for lane in g["lanes"])
         lines.append(f"  {g['kernel']} (region {g['region']}, step {g['step']}): {g['arrangement']}, "
                      f"{g['barriers_inserted']} barriers inserted: {lanes}")
+        if "restrict_kept" in g:
+            lines.append(f"    {g['kernel']} keeps __restrict__ on {len(g['restrict_kept'])} of {g['pointer_params']} pointer "
+                         "parameters" + (f"; launch bounds {g['launch_bounds']}" if g["launch_bounds"] else "")
+                         + (f"; shared memory {g['static_shared']} + {g['dynamic_shared']} bytes, opted in"
+                            if g["shared_opt_in"] else ""))
     for r in rep["refused"]:
         who = ", ".join(f"{m['kernel']} (line {m['line']})" for m in r["launches"])
         lines.append(f"  not fused: {who}: {r['reason']}")
+    check = rep.get("promise_check")
+    if check is not None:
+        n = check["kernels_checked"]
+        undone = check["violations_undone"]
+        lines.append(f"  promise check: {n} fused kernel{'' if n == 1 else 's'}, "
+                     + (f"{len(undone)} violations undone (internal errors, see the refusals)" if undone
+                        else "no violations") + ("" if check["ptxas"] else " (no ptxas: registers not checked)"))
     return "\n".join(lines) + "\n"
 
 

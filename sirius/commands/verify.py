@@ -11,23 +11,37 @@ CPU backend the programs run with one worker thread unless ``--threads`` says
 otherwise, so that results depending on the order of blocks (float atomics)
 are reproducible.
 
+Before running, the optimized program's fused kernels (``sirius_fused_N``,
+``sirius_wave_N``) go through the promise check (``fusion/check.py``):
+restrict qualifiers and read-only-cache loads that their pointers' aliasing
+falsifies, and launches a GPU would reject (registers, threads, shared
+memory). Running on the CPU backend cannot find these, so a violation fails
+the verification by itself.
+
 Exit status: 0 when everything agrees; 1 when something differs (naming the
-buffer, the first differing index and both values) or the optimized program
-fails at run time (e.g. a divergent barrier); 2 when a program cannot be
-built, the original fails, or ``--backend gpu`` finds no GPU.
+buffer, the first differing index and both values), the optimized program
+fails at run time (e.g. a divergent barrier) or breaks a promise; 2 when a
+program cannot be built, the original fails, or ``--backend gpu`` finds no GPU.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from sirius.analysis.frontend import CompileJob
 from sirius.backend import compare, cpu
+from sirius.commands.common import compile_flags_from_args
 from sirius.commands.run import add_backend_arguments, add_rest_argument, build, split_rest
+from sirius.config import resolve_toolchain
 from sirius.errors import SiriusError
+from sirius.fusion.check import CheckResult, check_program
+
+FUSED_KERNEL_TEXT = re.compile(r"\bsirius_(?:fused|wave)_\d+\b")
 
 HELP = "run an original and an optimized program on the same inputs and compare their results"
 
@@ -60,9 +74,11 @@ def execute(args: argparse.Namespace) -> int:
         raise SiriusError("error: --rtol and --atol must not be negative")
     if args.threads is not None and args.threads < 1:
         raise SiriusError("error: --threads must be at least 1")
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        promises = pool.submit(_promise_check, args)
         jobs = [pool.submit(build, path, args) for path in (args.original, args.optimized)]
         built = [job.result() for job in jobs]
+        checked = promises.result()
     results = []
     # One worker thread unless asked otherwise: blocks then run in a fixed
     # order, so results that depend on it (float atomics) repeat bit for bit.
@@ -77,6 +93,14 @@ def execute(args: argparse.Namespace) -> int:
     orig, opt = results
     print(f"verify: {args.original} (original) vs {args.optimized} (optimized), "
           f"{args.backend} backend")
+    if isinstance(checked, str):
+        print(f"promise check: not run ({checked})")
+    elif checked.kernels_checked:
+        print(f"promise check: {checked.kernels_checked} fused launches, "
+              f"{len(checked.violations) or 'no'} violations"
+              + ("" if checked.ptxas else " (without ptxas figures)"))
+        for v in checked.violations:
+            print(f"  violation ({v.what}): {v.message}")
     if orig.failed:
         raise SiriusError(f"error: the original program failed: {orig.failure_text}\n"
                           + _tail(orig.stderr))
@@ -93,5 +117,21 @@ def execute(args: argparse.Namespace) -> int:
         status_original=orig.returncode, status_optimized=opt.returncode,
         rtol=args.rtol, atol=args.atol)
     print(report.render())
+    if not isinstance(checked, str) and checked.violations:
+        print(f"promise check failed: {len(checked.violations)} violations a GPU would act on (see above)")
+        sys.stdout.flush()
+        return 1
     sys.stdout.flush()
     return 0 if report.ok else 1
+
+
+def _promise_check(args: argparse.Namespace) -> CheckResult | str:
+    """The promise check of the optimized program, or why it could not run."""
+    if not FUSED_KERNEL_TEXT.search(Path(args.optimized).read_text(errors="replace")):
+        return CheckResult()  # nothing the optimizer generated: no promises of its own to check
+    try:
+        job = CompileJob(Path(args.optimized), compile_flags_from_args(args),
+                         resolve_toolchain(args.clang, getattr(args, "cuda_path", None)))
+        return check_program(job)
+    except SiriusError as err:
+        return str(err).splitlines()[0]

@@ -33,6 +33,7 @@ EXPECTED = {
     "dependent_pair.cu": ((), 2, 2),
     "gather.cu": ((), 2, 2),
     "early_exit.cu": ((), 2, 2),
+    "storage_reuse.cu": (("ROWS=8",), 4, 1),
 }
 
 

@@ -233,6 +233,8 @@ struct Worker {
   bool descending = false;
   unsigned poison = 0;
   unsigned long long block = 0, serial = 0;
+  unsigned long long shared_serial = 0;  // the block static_shared counts
+  size_t static_shared = 0;              // bytes of static shared memory the block touched
   std::vector<char*> free_stacks;
   unsigned char* dyn = nullptr;
   std::string out;  // printf output of the running block
@@ -308,9 +310,76 @@ static void fill_poison(void* p, size_t bytes, unsigned word) {
   for (size_t i = words * 4; i < bytes; ++i) b[i] = (unsigned char)(word >> (8 * (i % 4)));
 }
 
+// ------------------------------------------------------------------ shared memory limits
+
+// A launch gets 48 KB of shared memory per block (static plus dynamic) unless
+// the program raised the kernel's dynamic limit with cudaFuncSetAttribute;
+// beyond that a GPU rejects the launch. Kernels are known here by the name
+// their launches spell; an opt-in whose kernel cannot be read by name makes
+// every kernel's limit unknown (no error is then reported).
+static const size_t kDefaultShared = 48 * 1024;
+static std::mutex g_opt_in_lock;
+static std::map<std::string, size_t> g_opt_in;
+static bool g_opt_in_unattributed = false;
+
+static std::string kernel_spelling(const std::string& text) {
+  std::string out;
+  for (char c : text)
+    if (!isspace((unsigned char)c) && c != '&') out += c;
+  return out;
+}
+
+cudaError_t opt_in_dynamic_shared(const char* args_text, int bytes) {
+  std::string args = args_text, first;
+  int depth = 0;
+  for (char c : args) {
+    if (c == '<' || c == '(') depth++;
+    if (c == '>' || c == ')') depth--;
+    if (c == ',' && depth == 0) break;
+    first += c;
+  }
+  std::string name = kernel_spelling(first);
+  if (bytes < 0 || (size_t)bytes > kMaxDynamicShared) {
+    set_error(cudaErrorInvalidValue);
+    return cudaErrorInvalidValue;
+  }
+  std::lock_guard<std::mutex> lock(g_opt_in_lock);
+  bool plain = !name.empty() && name.find_first_of("()*") == std::string::npos;
+  if (plain) g_opt_in[name] = (size_t)bytes;
+  else g_opt_in_unattributed = true;
+  return cudaSuccess;
+}
+
+// Called when a block first touches a static __shared__ variable: the block's
+// static shared memory so far, with the launch's dynamic size, must fit.
+static void count_static_shared(Worker* w, size_t bytes) {
+  if (w->shared_serial != w->serial) {
+    w->shared_serial = w->serial;
+    w->static_shared = 0;
+  }
+  w->static_shared += bytes;
+  LaunchBase* L = w->launch;
+  size_t total = w->static_shared + L->shmem;
+  if (total <= kDefaultShared) return;
+  size_t allowed;
+  {
+    std::lock_guard<std::mutex> lock(g_opt_in_lock);
+    auto it = g_opt_in.find(kernel_spelling(L->name));
+    if (it == g_opt_in.end() && g_opt_in_unattributed) return;
+    allowed = it == g_opt_in.end() ? kDefaultShared - std::min(w->static_shared, kDefaultShared)
+                                   : it->second;
+  }
+  if (L->shmem > allowed || w->static_shared + allowed > kMaxDynamicShared)
+    fatal("kernel '%s' needs %zu bytes of shared memory per block (%zu static + %zu dynamic): "
+          "a GPU rejects this launch (48 KB without cudaFuncSetAttribute("
+          "cudaFuncAttributeMaxDynamicSharedMemorySize), %zu with it)",
+          L->name, total, w->static_shared, L->shmem, kMaxDynamicShared);
+}
+
 void poison_shared(const volatile void* p, size_t bytes) {
   Worker* w = tw;
   fill_poison((void*)p, bytes, w ? w->poison : 0x7F7F7F7Fu);
+  if (w && w->launch) count_static_shared(w, bytes);
 }
 
 // ------------------------------------------------------------------ scheduling

@@ -313,6 +313,9 @@ cudaError_t symbol_range(const void* symbol, size_t size);
 void track_managed(const void* p, size_t bytes, int elem_code, const char* file, int line);
 void set_error(cudaError_t error);
 void unsupported(const char* what);
+// cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), with
+// the call's arguments as written
+cudaError_t opt_in_dynamic_shared(const char* args_text, int bytes);
 
 // Element type of a copied buffer, for comparisons (see sirius/backend/compare.py).
 enum ElemCode {
@@ -385,9 +388,17 @@ template <class S> inline cudaError_t cudaGetSymbolSize(size_t* size, const S&) 
   return cudaSuccess;
 }
 
-template <class F> inline cudaError_t cudaFuncSetAttribute(F*, cudaFuncAttribute, int) {
+// The kernel's spelling comes along (see the macro below): the runtime knows
+// kernels by the name their launches spell, and checks a launch's shared
+// memory against the 48 KB default or the limit the program opted in to.
+template <class F>
+inline cudaError_t __sirius_func_set_attribute(const char* spelled, F*, cudaFuncAttribute attr,
+                                               int value) {
+  if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize)
+    return ::__sirius::opt_in_dynamic_shared(spelled, value);
   return cudaSuccess;
 }
+#define cudaFuncSetAttribute(...) __sirius_func_set_attribute(#__VA_ARGS__, __VA_ARGS__)
 template <class F> inline cudaError_t cudaFuncSetCacheConfig(F*, cudaFuncCache) {
   return cudaSuccess;
 }

@@ -1,0 +1,173 @@
+"""The promise check: what an emitted program's fused kernels promise must hold.
+
+Runs on every program the optimizer is about to write (the ``check`` stage of
+the pipeline) and in ``sirius verify`` on the optimized program. It does not
+trust code generation: it analyses the emitted program itself (clang's IR of
+it, launches and alias facts of every fused launch) and, where nvcc is
+installed, the figures ``ptxas -v`` gives for its kernels. A fused kernel
+(``sirius_fused_N``, ``sirius_wave_N``) violates a promise when
+
+- a ``__restrict__`` parameter (in the source or ``noalias`` in the IR)
+  reaches bytes another of its pointers reaches while one of them writes, or
+  an inlined fragment still carries a restrict promise of its own (scoped
+  alias metadata in the IR);
+- a load through the read-only cache reads bytes another fragment writes;
+- a block needs more registers than the register file holds
+  (registers x threads, with the per-warp allocation granularity), more
+  threads than its ``__launch_bounds__``, or more shared memory (static from
+  ptxas plus the launch's dynamic size) than 48 KB without the program's
+  opt-in, or than the device allows with it.
+
+The CPU backend cannot find any of these by running the program: the first
+two are undefined behaviour only nvcc exploits, the last are limits only a
+GPU enforces.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sirius.analysis.frontend import CompileJob
+from sirius.analysis.program_model import ProgramModel, analyze_program
+from sirius.errors import InputError, SiriusError
+from sirius.fusion.promises import RESTRICT, broken_promises, pointer_uses
+from sirius.fusion.schedule import STATIC_SHARED_LIMIT, shared_opt_in_limit
+
+FUSED_KERNEL = re.compile(r"^sirius_(fused|wave)_(\d+)$")
+_FRAGMENT_PARAM = re.compile(r"^s(\d+)_")
+_OPT_IN = re.compile(r"cudaFuncSetAttribute\(\s*(\w+)\s*,\s*cudaFuncAttributeMaxDynamicSharedMemorySize\s*,"
+                     r"\s*(\d+)\s*\)")
+REGISTER_FILE = 64 * 1024  # 32-bit registers one block may use (every architecture since sm_50)
+MAX_THREADS = 1024
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A promise or a launch limit an emitted fused kernel breaks."""
+
+    kernel: str
+    group: int
+    what: str  # "restrict", "read-only cache", "fragment restrict", "registers", "threads", "shared memory"
+    message: str
+
+
+@dataclass(frozen=True)
+class KernelFigures:
+    """What ptxas reports for one kernel."""
+
+    registers: int
+    static_shared: int
+
+
+@dataclass
+class CheckResult:
+    violations: list[Violation] = field(default_factory=list)
+    kernels_checked: int = 0
+    ptxas: bool = False  # register and shared memory figures came from ptxas
+    notes: list[str] = field(default_factory=list)
+
+
+def ptxas_figures(job: CompileJob) -> dict[str, KernelFigures] | None:
+    """Registers and static shared memory of every kernel of ``job``'s program, from
+    ``nvcc -cubin -Xptxas -v`` (None when nvcc is not installed or cannot compile it)."""
+    nvcc = shutil.which("nvcc") or str(Path(job.toolchain.cuda_path) / "bin" / "nvcc")
+    if not Path(nvcc).exists():
+        return None
+    with tempfile.TemporaryDirectory(prefix="sirius-ptxas-") as tmp:
+        cmd = [nvcc, f"-arch={job.flags.arch}", "-cubin", "-Xptxas", "-v", "-w", *job.flags.preprocessor_args(),
+               str(job.path), "-o", str(Path(tmp) / "out.cubin")]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None
+    figures: dict[str, KernelFigures] = {}
+    current = None
+    for line in proc.stderr.splitlines():
+        m = re.search(r"Compiling entry function '([^']+)'", line)
+        if m:
+            current = m.group(1)
+            continue
+        m = re.search(r"Used (\d+) registers.*?(?:(\d+) bytes smem)?\s*$", line)
+        if m and current is not None:
+            figures[current] = KernelFigures(int(m.group(1)), int(m.group(2) or 0))
+            current = None
+    return figures
+
+
+def _registers_per_block(registers: int, threads: int) -> int:
+    """Registers a block takes: allocated per warp, in units of 256."""
+    warps = -(-threads // 32)
+    per_warp = -(-registers * 32 // 256) * 256
+    return warps * per_warp
+
+
+def check_model(model: ProgramModel, source: str, figures: dict[str, KernelFigures] | None) -> CheckResult:
+    """Every fused launch of an analysed emitted program, against its promises and limits."""
+    result = CheckResult(ptxas=figures is not None)
+    opted_in = {name: int(v) for name, v in _OPT_IN.findall(source)}
+    done: set[tuple[str, int]] = set()
+    for inst in model.launches:
+        m = FUSED_KERNEL.match(inst.kernel.name.split("(")[0].split(" ")[-1])
+        if m is None or (inst.kernel.mangled, inst.index) in done:
+            continue
+        done.add((inst.kernel.mangled, inst.index))
+        name, group, wave = m.group(0), int(m.group(2)), m.group(1) == "wave"
+        result.kernels_checked += 1
+        found = lambda what, message: result.violations.append(Violation(name, group, what, message))
+        decl = model.kernel_decls.get(inst.kernel.mangled)
+        restrict = {p for p, t in (decl.params if decl else ()) if RESTRICT.search(t)}
+        restrict |= {inst.kernel.params[k].name for k in inst.kernel.noalias if k < len(inst.kernel.params)}
+        uses = pointer_uses(inst, lambda j, n: n)
+        uses = [dataclasses.replace(u, launch=int(f.group(1)) if (f := _FRAGMENT_PARAM.match(u.pointer)) else -1)
+                for u in uses]
+        for b in broken_promises(name, uses, restrict, across_cells=wave):
+            found(b.promise, b.describe())
+        if inst.kernel.scoped_alias:
+            found("fragment restrict", f"{name}: an inlined fragment keeps a restrict promise of its own "
+                                       f"(scoped alias metadata at line {inst.kernel.scoped_alias})")
+        block = inst.statement.block.constant() if inst.statement.block else None
+        threads = block[0] * block[1] * block[2] if block else None
+        if threads is not None and inst.kernel.max_threads is not None and threads > inst.kernel.max_threads:
+            found("threads", f"{name}: launched with {threads} threads per block, over its "
+                             f"__launch_bounds__({inst.kernel.max_threads})")
+        fig = (figures or {}).get(inst.kernel.mangled)
+        if fig is not None and threads is not None and _registers_per_block(fig.registers, threads) > REGISTER_FILE:
+            found("registers", f"{name}: {fig.registers} registers x {threads} threads exceed the register "
+                               f"file ({REGISTER_FILE} per block)")
+        static = fig.static_shared if fig is not None else sum(s.bytes or 0 for s in inst.kernel.shared
+                                                               if not s.dynamic)
+        dynamic = inst.statement.shmem.constant_value() if inst.statement.shmem else 0
+        limit = shared_opt_in_limit(model.arch)
+        allowed = opted_in.get(name, STATIC_SHARED_LIMIT - static)
+        if dynamic is not None and (dynamic > allowed or static + allowed > limit):
+            found("shared memory", f"{name}: needs {static} bytes of static and {dynamic} of dynamic shared "
+                                   f"memory; the launch may have {STATIC_SHARED_LIMIT} bytes in all"
+                                   + (f", {allowed} dynamic after the program's opt-in" if name in opted_in
+                                      else " without cudaFuncSetAttribute(MaxDynamicSharedMemorySize)")
+                                   + f", at most {limit} on {model.arch}")
+    if figures is None:
+        result.notes.append("nvcc not found or could not compile the program: registers not checked, static "
+                            "shared memory from the kernel models")
+    return result
+
+
+def check_program(job: CompileJob, entry: str = "main", source: str | None = None) -> CheckResult:
+    """Analyse the program of ``job`` (as written, or ``source`` written beside it) and check it."""
+    if source is not None:
+        with tempfile.TemporaryDirectory(prefix="sirius-check-") as tmp:
+            path = Path(tmp) / job.path.name
+            path.write_text(source)
+            # the emitted program includes what the original did, relative to the original's folder
+            flags = dataclasses.replace(job.flags, include_dirs=(str(job.path.resolve().parent),)
+                                        + job.flags.include_dirs)
+            return check_program(CompileJob(path, flags, job.toolchain), entry)
+    try:
+        model = analyze_program(job, entry=entry)
+    except (InputError, SiriusError) as err:
+        raise SiriusError(f"internal error: the emitted program does not analyse: {err}") from None
+    return check_model(model, job.path.read_text(), ptxas_figures(job))
