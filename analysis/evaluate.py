@@ -179,6 +179,48 @@ class Evaluator:
         self.cache[key] = result
         return result
 
+    def per_edge(self, v: Value) -> list | None:
+        """``v`` evaluated once per incoming edge of the one merge block whose phis it
+        depends on: code a compiler sank out of several branches into a common block
+        (the tail of identical fragments, say) selects its operands with phis that all
+        choose by the edge taken. None when ``v`` depends on no such block, or on more
+        than one."""
+        slice_ids, saved, phis, work = set(), {}, [], [v]
+        while work:
+            x = work.pop()
+            if not isinstance(x, Instr) or id(x) in slice_ids:
+                continue
+            if self.cache.get(id(x)) is not None:
+                continue  # known without the phis
+            slice_ids.add(id(x))
+            if x.opcode == "phi":
+                if x.block not in self.loop_of_header:
+                    phis.append(x)
+                continue
+            work.extend(x.operands)
+        blocks = {id(p.block) for p in phis}
+        if len(blocks) != 1:
+            return None
+        edges = list(dict.fromkeys(phis[0].incoming))
+        chosen = {id(p): {b: p.operands[k] for k, b in enumerate(p.incoming)} for p in phis}
+        if any(set(c) != set(edges) for c in chosen.values()):
+            return None
+        saved = {k: self.cache[k] for k in slice_ids if k in self.cache}
+        results = []
+        try:
+            for edge in edges:
+                incoming = [(p, self.value(chosen[id(p)][edge])) for p in phis]
+                for k in slice_ids:
+                    self.cache.pop(k, None)
+                for p, val in incoming:
+                    self.cache[id(p)] = val
+                results.append(self.value(v))
+        finally:
+            for k in slice_ids:
+                self.cache.pop(k, None)
+            self.cache.update(saved)
+        return results
+
     def expr(self, v: Value) -> Expr | None:
         r = self.value(v)
         return r if isinstance(r, Expr) else None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 import llvmlite.binding as llvm
 
@@ -279,13 +280,25 @@ def _instruction_dbg_refs(text: str) -> dict[str, list[tuple[int | None, int | N
     return out
 
 
-def parse_module(text: str) -> Module:
-    """Parse LLVM IR text into the plain view used by the analyses."""
+def parse_module(text: str, roots: Callable[[str], bool] | None = None) -> Module:
+    """Parse LLVM IR text into the plain view used by the analyses. With ``roots``, only
+    the functions it accepts and those they call (transitively) are converted; the others
+    are left out."""
     module = llvm.parse_assembly(text)
     conv = _Converter(text)
     functions = {}
-    for fn in module.functions:
-        functions[fn.name] = conv.convert_function(fn)
+    if roots is None:
+        for fn in module.functions:
+            functions[fn.name] = conv.convert_function(fn)
+    else:
+        by_name = {fn.name: fn for fn in module.functions}
+        work = [name for name in by_name if roots(name)]
+        while work:
+            name = work.pop()
+            if name in functions or name not in by_name:
+                continue
+            functions[name] = conv.convert_function(by_name[name])
+            work += [i.callee for i in functions[name].instructions() if i.callee]
     globals_ = {}
     for gv in module.global_variables:
         globals_[gv.name] = Value("global", "ptr", str(gv).strip(), gv.name)

@@ -336,6 +336,17 @@ def _record(ev, instr, ptr, kind, ty, size, nest, params, shared, used, accesses
             accesses.append(Access(kind, named[0], named[1], ty, size, p.offset, guard, nest, instr.line, why, point,
                                    noncoherent))
             return
+    else:
+        # an address the branches of a merge block choose (common code sunk out of
+        # them): the access may be any one of the branches', so it is all of them
+        alternatives = ev.per_edge(ptr) or []
+        named_alts = [(_base_name(a.base, params, shared, used), a) for a in alternatives if isinstance(a, Pointer)]
+        if alternatives and len(named_alts) == len(alternatives) and all(n for n, _ in named_alts):
+            for (name, space), a in named_alts:
+                why = reason or ("" if a.offset is not None else "index is data-dependent or not affine")
+                accesses.append(Access(kind, name, space, ty, size, a.offset, guard, nest, instr.line, why, point,
+                                       noncoherent))
+            return
     # Unknown base: the pointer was loaded from memory (a ``__device__ float*``, say)
     # or computed opaquely. It may point into any device memory, not only into
     # the buffers the kernel's parameters reach.

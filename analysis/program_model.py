@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
+from typing import Callable
 
 from sirius.analysis.evaluate import Formula, conjunction
 from sirius.analysis.frontend import CompileJob, compile_program
@@ -207,10 +208,13 @@ def _instance(stmt: HostStatement, kernel: KernelModel, site: LaunchSite | None)
 
 # ------------------------------------------------------------------ driver
 
-def analyze_program(job: CompileJob, entry: str = "main") -> ProgramModel:
-    """Compile, index and model the program of ``job`` (frontend to launch instances)."""
-    compiled, source = compile_program(job, lambda: build_source_index(job))
-    device = parse_module(compiled.device_ir)
+def analyze_program(job: CompileJob, entry: str = "main",
+                    kernels: Callable[[str], bool] | None = None) -> ProgramModel:
+    """Compile, index and model the program of ``job`` (frontend to launch instances).
+    With ``kernels`` (a test of mangled names), only those kernels are modelled, and the
+    source index reads declarations only: what the check of an emitted program needs."""
+    compiled, source = compile_program(job, lambda: build_source_index(job, bodies=kernels is None))
+    device = parse_module(compiled.device_ir, roots=kernels)
     host = parse_module(compiled.host_ir)
     demangle = demangler()
     demangle.prefetch([f.name for f in device.functions.values()] +  # type: ignore[attr-defined]

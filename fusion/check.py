@@ -40,6 +40,7 @@ from sirius.fusion.promises import RESTRICT, broken_promises, pointer_uses
 from sirius.fusion.schedule import STATIC_SHARED_LIMIT, shared_opt_in_limit
 
 FUSED_KERNEL = re.compile(r"^sirius_(fused|wave)_(\d+)$")
+FUSED_MANGLED = re.compile(r"(?:^|\d)sirius_(?:fused|wave)_\d+")
 _FRAGMENT_PARAM = re.compile(r"^s(\d+)_")
 _OPT_IN = re.compile(r"cudaFuncSetAttribute\(\s*(\w+)\s*,\s*cudaFuncAttributeMaxDynamicSharedMemorySize\s*,"
                      r"\s*(\d+)\s*\)")
@@ -167,7 +168,7 @@ def check_program(job: CompileJob, entry: str = "main", source: str | None = Non
                                         + job.flags.include_dirs)
             return check_program(CompileJob(path, flags, job.toolchain), entry)
     try:
-        model = analyze_program(job, entry=entry)
+        model = analyze_program(job, entry=entry, kernels=lambda name: FUSED_MANGLED.search(name) is not None)
     except (InputError, SiriusError) as err:
         raise SiriusError(f"internal error: the emitted program does not analyse: {err}") from None
     return check_model(model, job.path.read_text(), ptxas_figures(job))
