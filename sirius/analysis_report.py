@@ -34,7 +34,7 @@ def _access_json(a: Access, kernel: KernelModel) -> dict[str, Any]:
         "kind": a.kind, "buffer": a.buffer, "space": a.space, "type": a.elem_type, "bytes": a.size,
         "index": None if index is None else str(index), "offset_bytes": None if a.offset is None else str(a.offset),
         "guard": None if a.guard is None else str(a.guard), "loops": list(a.loops), "line": a.line,
-        "affine": a.affine, "reason": a.reason or None,
+        "affine": a.affine, "reason": a.reason or None, "read_only_cache": a.noncoherent,
     }
 
 
@@ -156,6 +156,7 @@ def render_text(model: ProgramModel, data: dict[str, Any] | None = None) -> str:
                 f"byte {a['offset_bytes']}" if a["offset_bytes"] is not None else "?")
             guard = f" if {a['guard']}" if a["guard"] else ""
             tag = "" if a["affine"] else f"  [not affine: {a['reason']}; may touch any element]"
+            tag += "  [through the read-only data cache]" if a["read_only_cache"] else ""
             out.append(f"    {a['kind']:<6} {a['buffer']}[{where}]{guard}  (line {a['line']}){tag}")
         for w in k["warp_ops"]:
             out.append(f"    warp op {w['op']} (line {w['line']})")

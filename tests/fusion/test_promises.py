@@ -178,6 +178,8 @@ def test_verify_fails_on_a_launch_over_the_shared_memory_limit(tmp_path):
     proc = _verify(probe, planted, tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "violation (shared memory): sirius_fused_0: needs 40960 bytes of static and 16384" in proc.stdout
+    # the CPU runtime itself rejects the launch, as a GPU would
+    assert "the optimized program failed" in proc.stdout and "a GPU rejects this launch" in proc.stdout
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed (register counts come from ptxas)")
