@@ -5,15 +5,15 @@
 //   mix    : z[i] = sum_j y[j] * w(i, j),  w(i, j) = ((3i + 5j) mod 17) / 17 - 0.5
 // 2 launches, 1-D grid, 256 threads per block.
 //
-// Size macro (override with -D): N.
+// Size macro (override with -D): NUM_ELEMS.
 
 #include <cstdio>
 #include <cstdlib>
 #include <cmath>
 #include <cuda_runtime.h>
 
-#ifndef N
-#define N 4096
+#ifndef NUM_ELEMS
+#define NUM_ELEMS 4096
 #endif
 
 #define THREADS 256
@@ -48,11 +48,11 @@ __global__ void mix(const float* y, float* z, int n) {
 }
 
 int main() {
-  const size_t bytes = sizeof(float) * N;
+  const size_t bytes = sizeof(float) * NUM_ELEMS;
   float* hx = (float*)malloc(bytes);
   float* hz = (float*)malloc(bytes);
   float* hy = (float*)malloc(bytes);
-  for (int i = 0; i < N; ++i) {
+  for (int i = 0; i < NUM_ELEMS; ++i) {
     hx[i] = (float)((i * 37 + 11) % 101) / 101.0f - 0.5f;
   }
 
@@ -62,21 +62,21 @@ int main() {
   CUDA_CHECK(cudaMalloc(&dz, bytes));
   CUDA_CHECK(cudaMemcpy(dx, hx, bytes, cudaMemcpyHostToDevice));
 
-  int grid = (N + THREADS - 1) / THREADS;
-  affine<<<grid, THREADS>>>(dx, dy, N);
-  mix<<<grid, THREADS>>>(dy, dz, N);
+  int grid = (NUM_ELEMS + THREADS - 1) / THREADS;
+  affine<<<grid, THREADS>>>(dx, dy, NUM_ELEMS);
+  mix<<<grid, THREADS>>>(dy, dz, NUM_ELEMS);
   CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cudaDeviceSynchronize());
 
   CUDA_CHECK(cudaMemcpy(hz, dz, bytes, cudaMemcpyDeviceToHost));
 
-  for (int i = 0; i < N; ++i) hy[i] = 3.0f * hx[i] + 1.0f;
+  for (int i = 0; i < NUM_ELEMS; ++i) hy[i] = 3.0f * hx[i] + 1.0f;
   double checksum = 0.0;
   double maxErr = 0.0;
   int ok = 1;
-  for (int i = 0; i < N; ++i) {
+  for (int i = 0; i < NUM_ELEMS; ++i) {
     double ref = 0.0;
-    for (int j = 0; j < N; ++j) {
+    for (int j = 0; j < NUM_ELEMS; ++j) {
       float w = (float)((i * 3 + j * 5) % 17) / 17.0f - 0.5f;
       ref += (double)hy[j] * (double)w;
     }

@@ -12,15 +12,15 @@
 // value was written.
 // 2 launches, 1-D grid, 256 threads per block (fixed: the shared array size).
 //
-// Size macro (override with -D): N (default 1000).
+// Size macro (override with -D): NUM_ELEMS (default 1000).
 
 #include <cstdio>
 #include <cstdlib>
 #include <cmath>
 #include <cuda_runtime.h>
 
-#ifndef N
-#define N 1000
+#ifndef NUM_ELEMS
+#define NUM_ELEMS 1000
 #endif
 
 #define THREADS 256
@@ -53,10 +53,10 @@ __global__ void double_it(const float* y, float* z, int n) {
 }
 
 int main() {
-  const size_t bytes = sizeof(float) * N;
+  const size_t bytes = sizeof(float) * NUM_ELEMS;
   float* hx = (float*)malloc(bytes);
   float* hz = (float*)malloc(bytes);
-  for (int i = 0; i < N; ++i) {
+  for (int i = 0; i < NUM_ELEMS; ++i) {
     hx[i] = (float)((i * 37 + 11) % 101) / 101.0f - 0.5f;
   }
 
@@ -66,9 +66,9 @@ int main() {
   CUDA_CHECK(cudaMalloc(&dz, bytes));
   CUDA_CHECK(cudaMemcpy(dx, hx, bytes, cudaMemcpyHostToDevice));
 
-  int grid = (N + THREADS - 1) / THREADS;
-  shift_add<<<grid, THREADS>>>(dx, dy, N);
-  double_it<<<grid, THREADS>>>(dy, dz, N);
+  int grid = (NUM_ELEMS + THREADS - 1) / THREADS;
+  shift_add<<<grid, THREADS>>>(dx, dy, NUM_ELEMS);
+  double_it<<<grid, THREADS>>>(dy, dz, NUM_ELEMS);
   CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cudaDeviceSynchronize());
 
@@ -77,7 +77,7 @@ int main() {
   double checksum = 0.0;
   double maxErr = 0.0;
   int ok = 1;
-  for (int i = 0; i < N; ++i) {
+  for (int i = 0; i < NUM_ELEMS; ++i) {
     float left = (i % THREADS) > 0 ? hx[i - 1] : 0.0f;
     float ref = (hx[i] + left) * 2.0f;
     double err = fabs((double)hz[i] - (double)ref);

@@ -1,16 +1,16 @@
-// A chain of four elementwise kernels on N floats (thread-level dependences):
+// A chain of four elementwise kernels on NUM_ELEMS floats (thread-level dependences):
 //   a = 2 * x;  b = a + y;  c = max(b, 0);  d = c * c + 1
 // 4 launches, 1-D grid, 256 threads per block, bounds-guarded.
 //
-// Size macro (override with -D): N.
+// Size macro (override with -D): NUM_ELEMS.
 
 #include <cstdio>
 #include <cstdlib>
 #include <cmath>
 #include <cuda_runtime.h>
 
-#ifndef N
-#define N (1 << 16)
+#ifndef NUM_ELEMS
+#define NUM_ELEMS (1 << 16)
 #endif
 
 #define THREADS 256
@@ -54,11 +54,11 @@ __global__ void square_plus_one(const float* c, float* d, int n) {
 }
 
 int main() {
-  const size_t bytes = sizeof(float) * N;
+  const size_t bytes = sizeof(float) * NUM_ELEMS;
   float* hx = (float*)malloc(bytes);
   float* hy = (float*)malloc(bytes);
   float* hd = (float*)malloc(bytes);
-  for (int i = 0; i < N; ++i) {
+  for (int i = 0; i < NUM_ELEMS; ++i) {
     hx[i] = (float)((i * 37 + 11) % 101) / 101.0f - 0.5f;
     hy[i] = (float)((i * 53 + 7) % 89) / 89.0f - 0.5f;
   }
@@ -73,11 +73,11 @@ int main() {
   CUDA_CHECK(cudaMemcpy(dx, hx, bytes, cudaMemcpyHostToDevice));
   CUDA_CHECK(cudaMemcpy(dy, hy, bytes, cudaMemcpyHostToDevice));
 
-  int grid = (N + THREADS - 1) / THREADS;
-  scale2<<<grid, THREADS>>>(dx, da, N);
-  add<<<grid, THREADS>>>(da, dy, db, N);
-  relu<<<grid, THREADS>>>(db, dc, N);
-  square_plus_one<<<grid, THREADS>>>(dc, dd, N);
+  int grid = (NUM_ELEMS + THREADS - 1) / THREADS;
+  scale2<<<grid, THREADS>>>(dx, da, NUM_ELEMS);
+  add<<<grid, THREADS>>>(da, dy, db, NUM_ELEMS);
+  relu<<<grid, THREADS>>>(db, dc, NUM_ELEMS);
+  square_plus_one<<<grid, THREADS>>>(dc, dd, NUM_ELEMS);
   CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cudaDeviceSynchronize());
 
@@ -86,7 +86,7 @@ int main() {
   double checksum = 0.0;
   double maxErr = 0.0;
   int ok = 1;
-  for (int i = 0; i < N; ++i) {
+  for (int i = 0; i < NUM_ELEMS; ++i) {
     float a = 2.0f * hx[i];
     float b = a + hy[i];
     float c = b > 0.0f ? b : 0.0f;

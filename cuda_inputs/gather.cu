@@ -2,20 +2,20 @@
 //   triple : y[i] = 3 * x[i]
 //   gather : out[i] = y[idx[i]]
 // idx is an int buffer filled on the host with the permutation
-// idx[i] = (i * 7919 + 13) mod N (7919 is prime, so this is a permutation
-// whenever N is not a multiple of 7919). The consumer's read index is not an
+// idx[i] = (i * 7919 + 13) mod NUM_ELEMS (7919 is prime, so this is a permutation
+// whenever NUM_ELEMS is not a multiple of 7919). The consumer's read index is not an
 // affine function of the thread, so the dependence must be treated as global.
 // 2 launches, 1-D grid, 256 threads per block.
 //
-// Size macro (override with -D): N.
+// Size macro (override with -D): NUM_ELEMS.
 
 #include <cstdio>
 #include <cstdlib>
 #include <cmath>
 #include <cuda_runtime.h>
 
-#ifndef N
-#define N 4096
+#ifndef NUM_ELEMS
+#define NUM_ELEMS 4096
 #endif
 
 #define THREADS 256
@@ -45,14 +45,14 @@ __global__ void gather(const float* y, const int* idx, float* out, int n) {
 }
 
 int main() {
-  const size_t bytes = sizeof(float) * N;
-  const size_t idxBytes = sizeof(int) * N;
+  const size_t bytes = sizeof(float) * NUM_ELEMS;
+  const size_t idxBytes = sizeof(int) * NUM_ELEMS;
   float* hx = (float*)malloc(bytes);
   float* hout = (float*)malloc(bytes);
   int* hidx = (int*)malloc(idxBytes);
-  for (int i = 0; i < N; ++i) {
+  for (int i = 0; i < NUM_ELEMS; ++i) {
     hx[i] = (float)((i * 37 + 11) % 101) / 101.0f - 0.5f;
-    hidx[i] = (int)(((long long)i * 7919 + 13) % N);
+    hidx[i] = (int)(((long long)i * 7919 + 13) % NUM_ELEMS);
   }
 
   float *dx, *dy, *dout;
@@ -64,9 +64,9 @@ int main() {
   CUDA_CHECK(cudaMemcpy(dx, hx, bytes, cudaMemcpyHostToDevice));
   CUDA_CHECK(cudaMemcpy(didx, hidx, idxBytes, cudaMemcpyHostToDevice));
 
-  int grid = (N + THREADS - 1) / THREADS;
-  triple<<<grid, THREADS>>>(dx, dy, N);
-  gather<<<grid, THREADS>>>(dy, didx, dout, N);
+  int grid = (NUM_ELEMS + THREADS - 1) / THREADS;
+  triple<<<grid, THREADS>>>(dx, dy, NUM_ELEMS);
+  gather<<<grid, THREADS>>>(dy, didx, dout, NUM_ELEMS);
   CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cudaDeviceSynchronize());
 
@@ -75,7 +75,7 @@ int main() {
   double checksum = 0.0;
   double maxErr = 0.0;
   int ok = 1;
-  for (int i = 0; i < N; ++i) {
+  for (int i = 0; i < NUM_ELEMS; ++i) {
     float ref = hx[hidx[i]] * 3.0f;
     double err = fabs((double)hout[i] - (double)ref);
     if (err > maxErr) maxErr = err;

@@ -1,21 +1,21 @@
-// Two independent kernels that both read one matrix A [M x N] and write
+// Two independent kernels that both read one matrix A [ROWS x COLS] and write
 // different outputs (no dependence between the launches, different code):
 //   affine2d : B = A * 2 + 1   (2-D grid, 16 x 16 blocks)
 //   square   : C = A * A       (1-D grid, 256 threads, flat index)
 // 2 launches.
 //
-// Size macros (override with -D): M, N. Any positive values (bounds-guarded).
+// Size macros (override with -D): ROWS, COLS. Any positive values (bounds-guarded).
 
 #include <cstdio>
 #include <cstdlib>
 #include <cmath>
 #include <cuda_runtime.h>
 
-#ifndef M
-#define M 512
+#ifndef ROWS
+#define ROWS 512
 #endif
-#ifndef N
-#define N 512
+#ifndef COLS
+#define COLS 512
 #endif
 
 #define TILE 16
@@ -47,7 +47,7 @@ __global__ void square(const float* A, float* C, int total) {
 }
 
 int main() {
-  const int count = M * N;
+  const int count = ROWS * COLS;
   const size_t bytes = sizeof(float) * count;
   float* hA = (float*)malloc(bytes);
   float* hB = (float*)malloc(bytes);
@@ -62,10 +62,10 @@ int main() {
   CUDA_CHECK(cudaMalloc(&dC, bytes));
   CUDA_CHECK(cudaMemcpy(dA, hA, bytes, cudaMemcpyHostToDevice));
 
-  dim3 grid2d((N + TILE - 1) / TILE, (M + TILE - 1) / TILE);
+  dim3 grid2d((COLS + TILE - 1) / TILE, (ROWS + TILE - 1) / TILE);
   dim3 block2d(TILE, TILE);
   int grid1d = (count + THREADS - 1) / THREADS;
-  affine2d<<<grid2d, block2d>>>(dA, dB, M, N);
+  affine2d<<<grid2d, block2d>>>(dA, dB, ROWS, COLS);
   square<<<grid1d, THREADS>>>(dA, dC, count);
   CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cudaDeviceSynchronize());

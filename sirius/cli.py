@@ -32,18 +32,48 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         module = importlib.import_module(f"sirius.commands.{name}")
-        p = sub.add_parser(name, help=module.HELP, description=module.__doc__)
+        p = sub.add_parser(name, help=module.HELP, description=module.__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(p)
-        p.set_defaults(_execute=module.execute)
+        p.set_defaults(_execute=module.execute, _parser=p)
     return parser
+
+
+# nvcc's pass-through options take a value that may itself start with '-'
+_PASS_THROUGH = ("-Xcompiler", "-Xptxas", "-Xlinker", "--compiler-options", "--ptxas-options", "--linker-options")
+
+
+def _normalize(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(sirius's own arguments, the program's: what follows the first ``--``), with nvcc's
+    ``-Xcompiler VALUE`` joined into one word so that VALUE is not read as an option."""
+    if "--" in argv:
+        i = argv.index("--")
+        argv, program = argv[:i], argv[i + 1:]
+    else:
+        program = []
+    out: list[str] = []
+    k = 0
+    while k < len(argv):
+        if argv[k] in _PASS_THROUGH and k + 1 < len(argv):
+            out.append(f"{argv[k]}={argv[k + 1]}")
+            k += 2
+            continue
+        out.append(argv[k])
+        k += 1
+    return out, program
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    own, program_args = _normalize(list(sys.argv[1:] if argv is None else argv))
+    args, unknown = parser.parse_known_args(own)
     if not getattr(args, "_execute", None):
         parser.print_help()
         return 2
+    if unknown:  # with the subcommand's own usage
+        hint = "; arguments for the program go after --" if args.command in ("run", "verify") else ""
+        args._parser.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+    args.program_args = program_args
     try:
         return int(args._execute(args) or 0)
     except SiriusError as err:

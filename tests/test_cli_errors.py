@@ -73,3 +73,89 @@ def test_json_has_the_documented_keys(tmp_path):
 def test_help_lists_commands():
     proc = sirius("--help")
     assert proc.returncode == 0 and "analyze" in proc.stdout
+
+
+# ------------------------------------------------------------------ what a new user types
+
+CHAIN = str(ROOT / "cuda_inputs" / "elementwise_chain.cu")
+
+
+@pytest.mark.parametrize("output, needle", [
+    ("/nonexistent/dir/x.cu", "the folder /nonexistent/dir does not exist"),
+    ("/", "-o /: is a directory"),
+])
+def test_unusable_output_paths(output, needle):
+    assert_clean_failure(sirius("optimize", CHAIN, "-o", output), needle)
+
+
+@pytest.mark.parametrize("command", ["analyze", "optimize", "run"])
+def test_a_directory_as_input(command, tmp_path):
+    extra = ["-o", str(tmp_path / "o.cu")] if command == "optimize" else []
+    assert_clean_failure(sirius(command, str(tmp_path), *extra), "is a directory, expected a CUDA source file")
+
+
+@pytest.mark.parametrize("flags, needle", [
+    (["--arch", "sm_999"], "--arch sm_999: not a GPU architecture"),
+    (["-std=c++99"], "-std=c++99: CUDA sources are C++"),
+    (["-x", "c"], "-x c: sirius reads CUDA sources only"),
+])
+def test_invalid_flag_values_are_named(flags, needle):
+    assert_clean_failure(sirius("analyze", CHAIN, *flags), needle)
+
+
+@pytest.mark.toolchain
+def test_nvcc_spellings_are_accepted():
+    proc = sirius("analyze", CHAIN, "-arch=sm_80", "-x", "cuda", "-O3", "-Xcompiler", "-fopenmp", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert "note: ignored nvcc options -O3 -fopenmp" in proc.stderr
+
+
+def test_an_option_typo_is_not_passed_to_the_program():
+    proc = sirius("verify", CHAIN, CHAIN, "--rtl", "1e-3")
+    assert proc.returncode == 2 and "usage: sirius verify" in proc.stderr
+    assert "unrecognized arguments: --rtl 1e-3; arguments for the program go after --" in proc.stderr
+
+
+def test_no_corpus_program_uses_a_one_letter_size_macro():
+    import re
+    for program in (ROOT / "cuda_inputs").glob("*.cu"):
+        assert not re.search(r"^#define [A-Z]\b", program.read_text(), re.M), program.name
+
+
+@pytest.mark.toolchain
+def test_a_corpus_size_can_be_set_from_the_command_line():
+    proc = sirius("run", CHAIN, "-DNUM_ELEMS=1024")
+    assert proc.returncode == 0 and "reference: OK" in proc.stdout, proc.stdout + proc.stderr
+
+
+@pytest.mark.toolchain
+def test_verify_refuses_an_original_that_fails(tmp_path):
+    p = tmp_path / "three.cu"
+    p.write_text("#include <cstdio>\n__global__ void k(float* a) { a[threadIdx.x] = 1.0f; }\n"
+                 "int main() { float* a; cudaMalloc(&a, 128); k<<<1, 32>>>(a); cudaDeviceSynchronize();\n"
+                 "  printf(\"done\\n\"); return 3; }\n")
+    assert_clean_failure(sirius("verify", str(p), str(p)), "the original program exited with status 3")
+
+
+@pytest.mark.toolchain
+def test_verify_ignores_a_timing_printed_on_the_line_after_its_label(tmp_path):
+    def program(seconds: str) -> str:
+        return ("#include <cstdio>\n__global__ void k(float* a) { a[threadIdx.x] = 2.0f; }\n"
+                "int main() { float* a; float h[32]; cudaMalloc(&a, 128); k<<<1, 32>>>(a);\n"
+                "  cudaMemcpy(h, a, 128, cudaMemcpyDeviceToHost);\n"
+                f"  printf(\"GPU Time in seconds:\\n\"); printf(\"{seconds}\\n\"); printf(\"%f\\n\", h[3]);\n"
+                "  return 0; }\n")
+    a, b = tmp_path / "a.cu", tmp_path / "b.cu"
+    a.write_text(program("0.000531"))
+    b.write_text(program("0.000412"))
+    proc = sirius("verify", str(a), str(b))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "timing line(s) ignored" in proc.stdout
+
+
+@pytest.mark.toolchain
+def test_optimize_to_standard_output(tmp_path):
+    proc = sirius("optimize", CHAIN, "-o", "-")
+    assert proc.returncode == 0, proc.stderr
+    assert "__global__ void __launch_bounds__(256) sirius_fused_0(" in proc.stdout
+    assert "launches per run: 4 -> 1" in proc.stderr

@@ -348,13 +348,29 @@ class OutputDiff:
         return self.first_line is None
 
 
+_BARE_NUMBER = re.compile(r"\s*[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)\s*\w{0,4}\s*")
+
+
+def _timing_lines(lines: list[str]) -> set[int]:
+    """Lines reporting a timing: those naming one, and a bare number on the line after a
+    label that names one without a number (``GPU Time in seconds:`` then ``0.000531``)."""
+    out = set()
+    for i, line in enumerate(lines):
+        if TIMING_LINE.search(line):
+            out.add(i)
+            if not _NUMBER.search(line) and i + 1 < len(lines) and _BARE_NUMBER.fullmatch(lines[i + 1]):
+                out.add(i + 1)
+    return out
+
+
 def compare_output(a: str, b: str, rtol: float, atol: float) -> OutputDiff:
     la, lb = a.splitlines(), b.splitlines()
+    ta, tb = _timing_lines(la), _timing_lines(lb)
     diff = OutputDiff()
     for i in range(max(len(la), len(lb))):
         x = la[i] if i < len(la) else None
         y = lb[i] if i < len(lb) else None
-        if x is not None and y is not None and TIMING_LINE.search(x) and TIMING_LINE.search(y):
+        if x is not None and y is not None and i in ta and i in tb:
             diff.ignored += 1
             continue
         diff.compared += 1

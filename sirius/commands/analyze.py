@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from sirius.analysis.frontend import CompileJob
 from sirius.analysis.program_model import analyze_program
 from sirius.analysis.uar import build_uar
 from sirius.analysis_report import model_to_json, render_text, render_uar, uar_to_dot, uar_to_json, virtual_to_json
-from sirius.commands.common import add_compile_flags, compile_flags_from_args
+from sirius.commands.common import add_compile_flags, compile_flags_from_args, input_file, output_file
 from sirius.config import resolve_toolchain
 
 HELP = "analyze a CUDA program and print its kernels, accesses and launches"
@@ -37,7 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     toolchain = resolve_toolchain(args.clang, args.cuda_path)
-    job = CompileJob(Path(args.program), compile_flags_from_args(args), toolchain)
+    json_file = output_file(args.json, "--json") if args.json else None
+    dot_file = output_file(args.uar_dot, "--uar-dot") if args.uar_dot else None
+    job = CompileJob(input_file(args.program), compile_flags_from_args(args), toolchain)
     model = analyze_program(job, entry=args.entry)
     uar = build_uar(model)
     data = model_to_json(model)
@@ -45,10 +48,13 @@ def execute(args: argparse.Namespace) -> int:
     data["barriers"] = virtual_to_json(uar)
     if args.json == "-":
         print(json.dumps(data, indent=2))
-    elif args.json:
-        Path(args.json).write_text(json.dumps(data, indent=2) + "\n")
+    elif json_file is not None:
+        json_file.write_text(json.dumps(data, indent=2) + "\n")
     if args.uar_dot:
-        Path(args.uar_dot).write_text(uar_to_dot(uar))
+        if dot_file is None:
+            sys.stdout.write(uar_to_dot(uar))
+        else:
+            dot_file.write_text(uar_to_dot(uar))
     if not args.quiet and args.json != "-":
         print(render_uar(uar) if args.uar else render_text(model, data), end="")
     return 0

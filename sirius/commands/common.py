@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
+import re
+import sys
+from pathlib import Path
 
 from sirius.config import DEFAULT_ARCH, CompileFlags
+from sirius.errors import InputError
 
 
 def add_compile_flags(parser: argparse.ArgumentParser) -> None:
@@ -15,18 +20,73 @@ def add_compile_flags(parser: argparse.ArgumentParser) -> None:
                    help="define a preprocessor macro")
     g.add_argument("-std", "--std", dest="std", default=None, metavar="STD",
                    help="C++ standard, e.g. c++17")
-    g.add_argument("--arch", default=DEFAULT_ARCH,
-                   help=f"GPU architecture for device IR (default {DEFAULT_ARCH})")
+    g.add_argument("--arch", "-arch", default=DEFAULT_ARCH, metavar="sm_XY",
+                   help=f"GPU architecture for device IR (default {DEFAULT_ARCH}; nvcc's -arch=sm_XY works too)")
+    g.add_argument("-x", dest="language", default=None, metavar="cu",
+                   help="source language, as nvcc takes it: only 'cu' (or 'cuda') is accepted")
+    g.add_argument("-O", dest="opt_level", default=None, metavar="LEVEL",
+                   help="accepted for nvcc compatibility and ignored: the analysis compiles at -O1, "
+                        "the CPU backend at -O2, the GPU backend at -O2")
+    g.add_argument("-Xcompiler", "--compiler-options", "-Xptxas", "--ptxas-options", "-Xlinker",
+                   "--linker-options", dest="pass_through", action="append", default=[], metavar="OPTS",
+                   help="nvcc pass-through options: accepted and ignored (with a note)")
     g.add_argument("--cuda-path", default=None, metavar="DIR",
                    help="CUDA toolkit root (default: $SIRIUS_CUDA_PATH, $CUDA_HOME, /usr/local/cuda)")
     g.add_argument("--clang", default=None, metavar="PATH",
                    help="clang executable (default: $SIRIUS_CLANG or clang-22 on PATH)")
 
 
+# architectures clang-22 and nvcc 13 both target
+_ARCHES = re.compile(r"sm_(?:75|80|86|87|88|89|90a?|100[af]?|101[af]?|103[af]?|110[af]?|120[af]?|121[af]?)")
+_STDS = re.compile(r"(?:c|gnu)\+\+(?:11|14|17|20|23|2a|2b|2c|26)")
+
+
 def compile_flags_from_args(args: argparse.Namespace) -> CompileFlags:
+    """The flags, checked: an unknown architecture, standard or language is bad input
+    (exit 2, naming it); nvcc options that do not apply are ignored with a note."""
+    if not _ARCHES.fullmatch(args.arch):
+        raise InputError(f"error: --arch {args.arch}: not a GPU architecture sirius can target "
+                         "(sm_75 ... sm_121, e.g. sm_90)")
+    if args.std is not None and not _STDS.fullmatch(args.std):
+        raise InputError(f"error: -std={args.std}: CUDA sources are C++; use c++11, c++14, c++17, c++20 or c++23")
+    if getattr(args, "language", None) not in (None, "cu", "cuda"):
+        raise InputError(f"error: -x {args.language}: sirius reads CUDA sources only (-x cu)")
+    ignored = ([f"-O{args.opt_level}"] if getattr(args, "opt_level", None) is not None else []) \
+        + list(getattr(args, "pass_through", []))
+    if ignored and not getattr(args, "_noted", False):
+        args._noted = True
+        print(f"note: ignored nvcc option{'s' if len(ignored) > 1 else ''} {' '.join(ignored)}", file=sys.stderr)
     return CompileFlags(
         include_dirs=tuple(args.include_dirs),
         defines=tuple(args.defines),
         std=args.std,
         arch=args.arch,
     )
+
+
+def input_file(path: str, what: str = "CUDA source file") -> Path:
+    """``path`` as an existing, readable file, or a clear error (exit 2)."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"error: no such file: {path}")
+    if p.is_dir():
+        raise InputError(f"error: {path}: is a directory, expected a {what}")
+    if not os.access(p, os.R_OK):
+        raise InputError(f"error: {path}: cannot be read (permission denied)")
+    return p
+
+
+def output_file(path: str, option: str) -> Path | None:
+    """Where ``option`` writes: a file that can be written, or None for ``-`` (standard
+    output); a clear error (exit 2) otherwise, before any work is done."""
+    if path == "-":
+        return None
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"error: {option} {path}: is a directory, expected a file name")
+    folder = p.resolve().parent
+    if not folder.is_dir():
+        raise InputError(f"error: {option} {path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise InputError(f"error: {option} {path}: cannot be written (permission denied)")
+    return p

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from sirius.analysis.frontend import CompileJob
-from sirius.commands.common import add_compile_flags, compile_flags_from_args
+from sirius.commands.common import add_compile_flags, compile_flags_from_args, input_file, output_file
 from sirius.config import resolve_toolchain
 from sirius.errors import InputError
 from sirius.fusion.schedule import ARRANGEMENTS
@@ -24,7 +25,8 @@ HELP = "fuse kernel launches and write the optimized program"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("program", metavar="PROGRAM.cu", help="CUDA source file (one translation unit)")
-    parser.add_argument("-o", "--output", metavar="OUT.cu", required=True, help="where to write the optimized program")
+    parser.add_argument("-o", "--output", metavar="OUT.cu", required=True, help="where to write the optimized program ('-': standard output, the summary then goes to "
+                             "standard error)")
     parser.add_argument("--report", metavar="FILE.json", help="also write the report as JSON")
     parser.add_argument("--arrangement", choices=ARRANGEMENTS, default="auto",
                         help="vertical: same thread runs fragments in order; horizontal: fragments in "
@@ -97,15 +99,24 @@ def _emit_candidates(state: OptimizeState, folder: Path) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     toolchain = resolve_toolchain(args.clang, args.cuda_path)
-    job = CompileJob(Path(args.program), compile_flags_from_args(args), toolchain)
-    if Path(args.output).resolve() == Path(args.program).resolve():
+    program = input_file(args.program)
+    output = output_file(args.output, "-o")
+    report_file = output_file(args.report, "--report") if args.report else None
+    if args.emit_candidates and Path(args.emit_candidates).exists() and not Path(args.emit_candidates).is_dir():
+        raise InputError(f"error: --emit-candidates {args.emit_candidates}: not a folder")
+    if output is not None and output.resolve() == program.resolve():
         raise InputError("error: the output file must differ from the input program")
+    job = CompileJob(program, compile_flags_from_args(args), toolchain)
     state = run_pipeline(OptimizeState(job, args.entry, args.arrangement), args.print_after, _dump)
-    Path(args.output).write_text(state.output)
     rep = report(state)
+    if output is None:  # -o -: the program on standard output, the summary on standard error
+        sys.stdout.write(state.output)
+    else:
+        output.write_text(state.output)
     if args.emit_candidates:
         _emit_candidates(state, Path(args.emit_candidates))
     if args.report:
-        Path(args.report).write_text(json.dumps(rep, indent=2) + "\n")
-    print(_render(rep), end="")
+        text = json.dumps(rep, indent=2) + "\n"
+        report_file.write_text(text) if report_file is not None else sys.stdout.write(text)
+    print(_render(rep), end="", file=sys.stderr if output is None else sys.stdout)
     return 0

@@ -17,7 +17,7 @@ import argparse
 import sys
 
 from sirius.backend import cpu, gpu
-from sirius.commands.common import add_compile_flags, compile_flags_from_args
+from sirius.commands.common import add_compile_flags, compile_flags_from_args, input_file
 from sirius.errors import SiriusError
 
 HELP = "build and run a CUDA program on the CPU backend (or a GPU)"
@@ -38,43 +38,12 @@ def add_backend_arguments(parser: argparse.ArgumentParser,
                         help="rebuild even if a cached CPU build exists")
 
 
-def add_rest_argument(parser: argparse.ArgumentParser) -> None:
-    """The command line after the program(s): more options, then ``--`` and
-    the program's own arguments (see ``split_rest``)."""
-    parser.add_argument("rest", nargs=argparse.REMAINDER, metavar="-- ARGS",
-                        help="arguments for the program, after --")
-
-
-def split_rest(args: argparse.Namespace, add_options, prog: str) -> list[str]:
-    """Options given after the program(s) are parsed into ``args``; returns the
-    program's arguments (what follows ``--``)."""
-    rest = list(args.rest or [])
-    parser = argparse.ArgumentParser(prog=prog, add_help=False)
-    add_options(parser)
-    if "--" in rest:
-        i = rest.index("--")
-        options, program_args = rest[:i], rest[i + 1 :]
-    elif rest and not _looks_like_option(parser, rest[0]):
-        # argparse drops a "--" that directly follows the program(s)
-        options, program_args = [], rest
-    else:
-        options, program_args = rest, []
-    if options:
-        parser.parse_args(options, namespace=args)
-    return program_args
-
-
-def _looks_like_option(parser: argparse.ArgumentParser, arg: str) -> bool:
-    if not arg.startswith("-"):
-        return False
-    name = arg.split("=", 1)[0]
-    if name in parser._option_string_actions:
-        return True
-    return any(arg.startswith(short) and len(arg) > 2 for short in ("-I", "-D"))
+PROGRAM_ARGS_NOTE = "Arguments for the program itself go after --; every option before it is sirius's."
 
 
 def build(path: str, args: argparse.Namespace) -> cpu.Build:
     """Build ``path`` for the chosen backend (checks for a GPU first)."""
+    path = str(input_file(path))
     flags = compile_flags_from_args(args)
     if args.backend == "gpu":
         gpu.require_gpu()
@@ -91,11 +60,11 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("program", help="the CUDA program (.cu)")
     _add_options(parser)
-    add_rest_argument(parser)
+    parser.epilog = PROGRAM_ARGS_NOTE
 
 
 def execute(args: argparse.Namespace) -> int:
-    program_args = split_rest(args, _add_options, "sirius run")
+    program_args = list(getattr(args, "program_args", []))
     if args.threads is not None and args.threads < 1:
         raise SiriusError("error: --threads must be at least 1")
     built = build(args.program, args)

@@ -21,7 +21,8 @@ the verification by itself.
 Exit status: 0 when everything agrees; 1 when something differs (naming the
 buffer, the first differing index and both values), the optimized program
 fails at run time (e.g. a divergent barrier) or breaks a promise; 2 when a
-program cannot be built, the original fails, or ``--backend gpu`` finds no GPU.
+program cannot be built, the original fails or exits with a nonzero status, or
+``--backend gpu`` finds no GPU. Arguments for the programs go after ``--``.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from pathlib import Path
 from sirius.analysis.frontend import CompileJob
 from sirius.backend import compare, cpu
 from sirius.commands.common import compile_flags_from_args
-from sirius.commands.run import add_backend_arguments, add_rest_argument, build, split_rest
+from sirius.commands.run import PROGRAM_ARGS_NOTE, add_backend_arguments, build
 from sirius.config import resolve_toolchain
 from sirius.errors import SiriusError
 from sirius.fusion.check import CheckResult, check_program
@@ -60,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("original", help="the original CUDA program (.cu)")
     parser.add_argument("optimized", help="the optimized CUDA program (.cu)")
     _add_options(parser)
-    add_rest_argument(parser)
+    parser.epilog = PROGRAM_ARGS_NOTE
 
 
 def _tail(text: str, lines: int = 15) -> str:
@@ -69,7 +70,7 @@ def _tail(text: str, lines: int = 15) -> str:
 
 
 def execute(args: argparse.Namespace) -> int:
-    prog_args = split_rest(args, _add_options, "sirius verify")
+    prog_args = list(getattr(args, "program_args", []))
     if args.rtol < 0 or args.atol < 0:
         raise SiriusError("error: --rtol and --atol must not be negative")
     if args.threads is not None and args.threads < 1:
@@ -104,6 +105,9 @@ def execute(args: argparse.Namespace) -> int:
     if orig.failed:
         raise SiriusError(f"error: the original program failed: {orig.failure_text}\n"
                           + _tail(orig.stderr))
+    if orig.returncode != 0:  # nothing trustworthy to compare against
+        raise SiriusError(f"error: the original program exited with status {orig.returncode}; "
+                          "verify needs an original that succeeds\n" + _tail(orig.stderr or orig.stdout))
     if opt.failed:
         print(f"the optimized program failed: {opt.failure_text}")
         if opt.stderr.strip():

@@ -21,8 +21,7 @@ pytestmark = pytest.mark.toolchain
 ROOT = Path(__file__).resolve().parents[2]
 SIRIUS = str(Path(sys.executable).parent / "sirius")
 
-# program -> (small-size defines, launches before, launches after with auto); programs whose size
-# macro is a bare N run at their default size (-DN=... would also rename clang's template parameters)
+# program -> (small-size defines, launches before, launches after with auto)
 EXPECTED = {
     "elementwise_chain.cu": ((), 4, 1),
     "softmax.cu": (("ROWS=16", "COLS=300"), 4, 1),
