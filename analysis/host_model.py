@@ -391,12 +391,21 @@ class _HostModelBuilder:
             c = packed.constant_value()
             return Dim3(Expr.const(c & 0xFFFFFFFF), Expr.const(c >> 32), zz)
         if isinstance(xy, Instr) and xy.opcode == "or":
-            x = y = None
+            # x in the low 32 bits, y in the high ones; the parts are disjoint, so each is the
+            # sum of what the operands put there, and unknown if any operand's part is unknown
+            x: Expr | None = Expr.const(0)
+            y: Expr | None = Expr.const(0)
             for op in xy.operands[:2]:
+                value = self.ev.expr(op)
+                c = None if value is None else value.constant_value()
                 if isinstance(op, Instr) and op.opcode == "shl" and self.ev.expr(op.operands[1]) == Expr.const(32):
-                    y = self.ev.expr(op.operands[0])
+                    high = self.ev.expr(op.operands[0])
+                    y = None if y is None or high is None else y + high
+                elif c is not None:
+                    x = None if x is None else x + Expr.const(c & 0xFFFFFFFF)
+                    y = None if y is None else y + Expr.const(c >> 32)
                 else:
-                    x = self.ev.expr(op)
+                    x = None if x is None or value is None else x + value
             return Dim3(x, y, zz)
         return Dim3(None, None, zz)
 

@@ -15,6 +15,7 @@ scheduled order.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
@@ -35,6 +36,7 @@ class FusedKernel:
     static_shared: int = 0  # bytes, from the fragments' kernel models
     dynamic_shared: int = 0
     restrict: frozenset[str] = frozenset()  # parameters that keep __restrict__
+    assumptions: tuple[str, ...] = ()  # run-time conditions guarding the fused launches (C)
 
     @property
     def shared_opt_in(self) -> bool:
@@ -210,13 +212,45 @@ def _temporaries(inst: LaunchInstance, config_used: bool) -> str:
     return "; ".join(parts)
 
 
+def _original_launch(inst: LaunchInstance) -> str:
+    """The launch as written, from the temporaries its arguments were evaluated into."""
+    idx = inst.statement.index
+    shm = f", sirius_s{idx}" if len(inst.site.config) > 2 else ""
+    args = ", ".join(f"sirius_a{idx}_{j}" for j in range(len(inst.site.args)))
+    return f"{inst.site.kernel}<<<sirius_g{idx}, sirius_b{idx}{shm}>>>({args})"
+
+
+def assumptions(launches, insts) -> list[str]:
+    """C conditions under which the fused region computes what the original launches did:
+    the values the analysis took as constants (launch shapes, integer scalars, distances
+    between pointers into one allocation), as the host evaluates them at run time. A program
+    rebuilt with other sizes falls back to the original launches."""
+    conds: list[str] = []
+    reference: dict[str, tuple[int, int, object]] = {}
+    for idx in launches:
+        inst = insts[idx]
+        stmt = inst.statement
+        for name, dims in (("g", stmt.grid), ("b", stmt.block)):
+            known = dims.constant() if dims else None
+            if known is not None:
+                conds += [f"sirius_{name}{idx}.{axis} == {v}u" for axis, v in zip("xyz", known)]
+        if len(inst.site.config) > 2 and stmt.shmem is not None and stmt.shmem.constant_value() is not None:
+            conds.append(f"sirius_s{idx} == {stmt.shmem.constant_value()}u")
+        for j, (_, arg) in enumerate(inst.bindings[:len(inst.site.args)]):
+            if arg.kind == "scalar" and arg.value is not None and arg.value.constant_value() is not None:
+                conds.append(f"(long long)(sirius_a{idx}_{j}) == {arg.value.constant_value()}LL")
+            elif arg.kind == "buffer" and arg.offset is not None:
+                ref = reference.setdefault(arg.buffer, (idx, j, arg.offset))
+                delta = (arg.offset - ref[2]).constant_value()
+                if ref[:2] != (idx, j) and delta is not None:
+                    conds.append(f"(const char*)(sirius_a{idx}_{j}) - (const char*)(sirius_a{ref[0]}_{ref[1]}) "
+                                 f"== {delta}")
+    return conds
+
+
 def _issue(group: FusionGroup, insts, fused: dict[int, FusedKernel]) -> str:
     if len(group.launches) == 1:
-        inst = insts[group.launches[0]]
-        idx = inst.statement.index
-        shm = f", sirius_s{idx}" if len(inst.site.config) > 2 else ""
-        args = ", ".join(f"sirius_a{idx}_{j}" for j in range(len(inst.site.args)))
-        return f"{inst.site.kernel}<<<sirius_g{idx}, sirius_b{idx}{shm}>>>({args})"
+        return _original_launch(insts[group.launches[0]])
     fk = fused[group.id]
     args = ", ".join(f"sirius_a{i}_{j}" for i in group.launches for j in range(len(insts[i].site.args)))
     opt_in = _shared_opt_in(fk) if fk.shared_opt_in else ""
@@ -313,14 +347,19 @@ def generate(model: ProgramModel, schedule: Schedule, source: str,
         if region.id not in rewritten_regions:
             continue
         groups = [g for g in schedule.groups if g.region == region.id]
-        config_users = {g.launches[0] for g in groups if len(g.lanes) == 1}
         last = region.launches[-1]
+        guard = assumptions(region.launches, insts)
+        for g in groups:
+            if g.id in fused:
+                fused[g.id] = dataclasses.replace(fused[g.id], assumptions=tuple(guard))
         for idx in region.launches:
             inst = insts[idx]
-            text = f"/* sirius: {inst.site.kernel} launch rescheduled */ " + _temporaries(inst, idx in config_users)
+            text = f"/* sirius: {inst.site.kernel} launch rescheduled */ " + _temporaries(inst, True)
             if idx == last:
                 issue = "; ".join(_issue(g, insts, fused) for g in groups)
-                text += f"; /* sirius: fused launches */ {issue}"
+                original = "; ".join(_original_launch(insts[i]) for i in region.launches)
+                text += (f"; if ({' && '.join(guard) or 'true'}) {{ /* sirius: fused launches */ {issue}; }} "
+                         f"else {{ /* sirius: not the shapes optimized for: the original launches */ {original}; }}")
             edits.append((inst.site.range.start_offset, inst.site.range.end_offset, text))
 
     data = source.encode()

@@ -315,6 +315,11 @@ class _RegionScheduler:
         if len(ga.lanes) != 1 or len(gb.lanes) != 1:
             return "one side is already arranged horizontally"
         if not self._same_configuration(ga, gb):
+            unknown = [g for g in (ga, gb) if self._lane_config(g.lanes[0]) is None]
+            if unknown:  # a shape from argv or data: fusing would assume one value for all runs
+                stmt = self.inst[unknown[0].lanes[0][0]].statement
+                return (f"launch configuration at line {stmt.line} is not known when optimizing "
+                        f"(grid {stmt.grid}, block {stmt.block}); a fused kernel would hold for one shape only")
             return "different launch configurations"
         return self._width_problem(ga, gb)
 

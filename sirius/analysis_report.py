@@ -182,7 +182,8 @@ def render_text(model: ProgramModel, data: dict[str, Any] | None = None) -> str:
                f"{per_run if per_run is not None else 'an unknown number of'} launches per run)")
     for l in data["launches"]:
         loops = f" for {l['domain']}" if l["loops"] else ""
-        out.append(f"  [{l['index']}] line {l['line']}: {l['kernel']} grid {l['grid']} block {l['block']}"
+        dims = lambda d: "?" if d is None else "[" + ", ".join("?" if x is None else str(x) for x in d) + "]"
+        out.append(f"  [{l['index']}] line {l['line']}: {l['kernel']} grid {dims(l['grid'])} block {dims(l['block'])}"
                    f" shared {l['shared_bytes']} stream {l['stream']}{loops}")
         if l["source"]:
             out.append(f"      {l['source']}")

@@ -225,5 +225,6 @@ def _kernel_facts(state: OptimizeState, group: int) -> dict[str, Any]:
             "restrict_kept": sorted(fk.restrict),
             "restrict_dropped": [{"parameter": b.pointer, "also_reached_by": b.other, "buffer": b.buffer,
                                   "why": b.describe()} for b in dropped.values()],
+            "assumes": list(fk.assumptions),
             "launch_bounds": fk.threads, "static_shared": fk.static_shared, "dynamic_shared": fk.dynamic_shared,
             "shared_opt_in": fk.shared_opt_in}

@@ -28,5 +28,6 @@ verify`` set them from their options; documented here):
 ``SIRIUS_CPU_THREADS``  worker OS threads running blocks (default: one per core)
 ``SIRIUS_CPU_STACK_KB`` stack of each CUDA thread in KiB (default 512)
 ``SIRIUS_DUMP``         file receiving every device-to-host copy
+``SIRIUS_LAUNCH_LOG``   file receiving the name of every kernel launched, a line each
 ``SIRIUS_ERROR_FILE``   file receiving the message of a fatal runtime error
 """

@@ -65,6 +65,10 @@ def _render(rep: dict) -> str:
                          "parameters" + (f"; launch bounds {g['launch_bounds']}" if g["launch_bounds"] else "")
                          + (f"; shared memory {g['static_shared']} + {g['dynamic_shared']} bytes, opted in"
                             if g["shared_opt_in"] else ""))
+            if g["assumes"]:
+                lines.append(f"    {g['kernel']} runs when the host values match those optimized for "
+                             f"({len(g['assumes'])} checks: launch shapes, integer arguments, pointer distances; "
+                             "see the report's \"assumes\"), else the original launches run")
     for r in rep["refused"]:
         who = ", ".join(f"{m['kernel']} (line {m['line']})" for m in r["launches"])
         lines.append(f"  not fused: {who}: {r['reason']}")

@@ -39,6 +39,7 @@ int main() {
 // CHECK:      launches per run: 4 -> 2
 // CHECK:      (region 0, step 0): horizontal, 0 barriers inserted: produce (line 31) | produce (line 33)
 // CHECK-NEXT: keeps __restrict__ on 0 of 4 pointer parameters; launch bounds 128
+// CHECK-NEXT: runs when the host values match those optimized for
 // CHECK-NEXT: (region 0, step 1): horizontal, 0 barriers inserted: total (line 32) | total (line 34)
 // CHECK:      global dependence on y1
 // CHECK:      global dependence on y2

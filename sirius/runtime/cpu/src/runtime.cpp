@@ -36,7 +36,8 @@
 // (float NaN).
 //
 // Environment: SIRIUS_CPU_THREADS (worker threads), SIRIUS_CPU_STACK_KB (stack
-// of each CUDA thread, default 512), SIRIUS_DUMP (file receiving every
+// of each CUDA thread, default 512), SIRIUS_LAUNCH_LOG (file receiving the name of every
+// kernel launched), SIRIUS_DUMP (file receiving every
 // device-to-host copy, read by `sirius verify`), SIRIUS_ERROR_FILE (file
 // receiving the message of a fatal error).
 
@@ -852,7 +853,25 @@ void launched_from_device(const char* kernel) {
         kernel);
 }
 
+// SIRIUS_LAUNCH_LOG names a file that receives the name of every kernel launched, a
+// line each (which path of a program ran: the fused launches or their fallback).
+static void log_launch(const char* name) {
+  static std::mutex m;
+  static FILE* log = nullptr;
+  static bool opened = false;
+  std::lock_guard<std::mutex> lock(m);
+  if (!opened) {
+    opened = true;
+    if (const char* path = getenv("SIRIUS_LAUNCH_LOG")) log = fopen(path, "w");
+  }
+  if (log) {
+    fprintf(log, "%s\n", name);
+    fflush(log);
+  }
+}
+
 void run_launch(LaunchBase* L) {
+  log_launch(L->name);
   dim3 g = L->grid, b = L->block;
   unsigned long long threads = (unsigned long long)b.x * b.y * b.z;
   if (b.x == 0 || b.y == 0 || b.z == 0 || b.x > 1024 || b.y > 1024 || b.z > 64 || threads > 1024)

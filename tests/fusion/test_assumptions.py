@@ -1,0 +1,68 @@
+"""What an optimized program assumes is checked when it runs: the launch shapes, integer
+arguments and pointer distances the analysis took as constants guard the fused launches,
+and a build with other sizes runs the original launches instead (and still verifies
+equal). A launch shape the host computes at run time (argv) is never taken for a number."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SIRIUS = str(Path(sys.executable).parent / "sirius")
+CHAIN = ROOT / "cuda_inputs" / "elementwise_chain.cu"
+
+pytestmark = pytest.mark.toolchain
+
+
+def sirius(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([SIRIUS, *args], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **(env or {})})
+
+
+def _launched(program: Path, tmp_path: Path, *defines: str) -> list[str]:
+    log = tmp_path / f"launches{len(defines)}.txt"
+    proc = sirius("run", str(program), *defines, env={"SIRIUS_LAUNCH_LOG": str(log)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return log.read_text().split()
+
+
+def test_fused_at_the_sizes_optimized_for_original_launches_at_others(tmp_path):
+    out = tmp_path / "chain.opt.cu"
+    proc = sirius("optimize", str(CHAIN), "-o", str(out))
+    assert proc.returncode == 0 and "runs when the host values match" in proc.stdout, proc.stdout + proc.stderr
+    assert _launched(out, tmp_path) == ["sirius_fused_0"]
+    assert _launched(out, tmp_path, "-DNUM_ELEMS=1000") == ["scale2", "add", "relu", "square_plus_one"]
+    proc = sirius("verify", str(CHAIN), str(out), "-DNUM_ELEMS=1000")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_launch_shape_from_argv_is_unknown_not_a_number(tmp_path):
+    program = tmp_path / "argv_shape.cu"
+    program.write_text("""#include <cstdio>
+#include <cstdlib>
+__global__ void twice(float* a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] *= 2.0f; }
+__global__ void inc(float* a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] += 1.0f; }
+int main(int argc, char** argv) {
+  int threads = argc > 1 ? atoi(argv[1]) : 256;
+  float* a; cudaMalloc(&a, 4096); cudaMemset(a, 0, 4096);
+  twice<<<(1024 + threads - 1) / threads, threads>>>(a, 1024);
+  inc<<<(1024 + threads - 1) / threads, threads>>>(a, 1024);
+  float h[4]; cudaMemcpy(h, a, 16, cudaMemcpyDeviceToHost); printf("%f\\n", h[0]);
+  return 0;
+}
+""")
+    analysis = sirius("analyze", str(program))
+    assert "twice grid [?, 1, 1] block [?, 1, 1]" in analysis.stdout, analysis.stdout
+    assert "4294967296" not in analysis.stdout and "(over-approximated)" in analysis.stdout
+    out = tmp_path / "argv_shape.opt.cu"
+    proc = sirius("optimize", str(program), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "launch configuration at line 8 is not known when optimizing" in proc.stdout
+    for threads in ("128", "64"):
+        proc = sirius("verify", str(program), str(out), "--", threads)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
