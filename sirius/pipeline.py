@@ -94,8 +94,9 @@ def _check(st: OptimizeState) -> None:
         for v in st.check.violations:
             by_group.setdefault(v.group, v)
         for group_id, v in by_group.items():
-            group = next(g for g in st.schedule.groups if g.id == group_id)
-            split_group(st.schedule, group, f"internal error caught by the promise check: {v.message}")
+            groups = [g for g in st.schedule.groups if len(g.launches) > 1 and group_id in (g.id, -1)]
+            for group in groups:
+                split_group(st.schedule, group, f"internal error caught by the promise check: {v.message}")
         _promises(st)
         _codegen(st)
     raise SiriusError("internal error: the promise check still finds violations after leaving "

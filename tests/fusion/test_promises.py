@@ -204,3 +204,16 @@ def test_full_size_tvm_models_keep_no_false_promise(model, launches_after):
     assert state.check is not None and state.check.kernels_checked > 0
     assert state.check.violations == [] and state.check_findings == []
     assert any(p.promise == "restrict" for dropped in state.promises.dropped.values() for p in dropped)
+
+
+def test_an_emitted_program_that_does_not_compile_is_never_written(monkeypatch):
+    """A code generation bug that writes invalid C++ into a fused kernel: clang's rejection
+    of the emitted program is caught before writing, and that group is left unfused."""
+    import sirius.fusion.codegen as codegen
+
+    real = codegen._signature
+    monkeypatch.setattr(codegen, "_signature", lambda *a: real(*a) + " this is not C++;")
+    state = run_pipeline(OptimizeState(CompileJob(REUSE, CompileFlags(defines=("ROWS=8",)), resolve_toolchain())))
+    assert [v.what for v in state.check_findings] == ["does not compile"]
+    assert state.fused == [] and "this is not C++" not in state.output
+    assert any("the emitted program does not compile" in r["reason"] for r in report(state)["refused"])
