@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -35,11 +34,13 @@ from pathlib import Path
 
 from sirius.analysis.frontend import CompileJob
 from sirius.analysis.program_model import ProgramModel, analyze_program
-from sirius.errors import InputError, SiriusError
+from sirius.backend.gpu import find_nvcc
+from sirius.errors import InputError, SiriusError, ToolchainError
 from sirius.fusion.promises import RESTRICT, broken_promises, pointer_uses
 from sirius.fusion.schedule import STATIC_SHARED_LIMIT, shared_opt_in_limit
 
 FUSED_KERNEL = re.compile(r"^sirius_(fused|wave)_(\d+)$")
+GENERATED_KERNEL = re.compile(r"\bsirius_(?:fused|wave)_\d+\b")  # in a program's text
 FUSED_MANGLED = re.compile(r"(?:^|\d)sirius_(?:fused|wave)_\d+")
 _FRAGMENT_PARAM = re.compile(r"^s(\d+)_")
 _OPT_IN = re.compile(r"cudaFuncSetAttribute\(\s*(\w+)\s*,\s*cudaFuncAttributeMaxDynamicSharedMemorySize\s*,"
@@ -77,8 +78,9 @@ class CheckResult:
 def ptxas_figures(job: CompileJob) -> dict[str, KernelFigures] | None:
     """Registers and static shared memory of every kernel of ``job``'s program, from
     ``nvcc -cubin -Xptxas -v`` (None when nvcc is not installed or cannot compile it)."""
-    nvcc = shutil.which("nvcc") or str(Path(job.toolchain.cuda_path) / "bin" / "nvcc")
-    if not Path(nvcc).exists():
+    try:
+        nvcc = find_nvcc(job.toolchain.cuda_path)
+    except ToolchainError:
         return None
     with tempfile.TemporaryDirectory(prefix="sirius-ptxas-") as tmp:
         cmd = [nvcc, f"-arch={job.flags.arch}", "-cubin", "-Xptxas", "-v", "-w", *job.flags.preprocessor_args(),

@@ -34,7 +34,7 @@ import islpy as isl
 
 from sirius.analysis.kernel_model import ANY_BUFFER
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
-from sirius.fusion.schedule import FusionGroup, Refusal, Schedule
+from sirius.fusion.schedule import FusionGroup, Lane, Refusal, Schedule
 
 RESTRICT = re.compile(r"\b__restrict(?:__)?\b")
 
@@ -259,7 +259,7 @@ def split_group(schedule: Schedule, group: FusionGroup, reason: str) -> None:
     group's members ran in program order among themselves, so this order is legal)."""
     at = schedule.groups.index(group)
     next_id = max(g.id for g in schedule.groups) + 1
-    singles = [FusionGroup(next_id + k, group.region, (type(group.lanes[0])((i,), (False,)),), group.step)
+    singles = [FusionGroup(next_id + k, group.region, (Lane((i,), (False,)),), group.step)
                for k, i in enumerate(sorted(group.launches))]
     schedule.groups[at:at + 1] = singles
     schedule.wavefronts.pop(group.id, None)

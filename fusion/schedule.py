@@ -111,7 +111,7 @@ class Schedule:
 # ------------------------------------------------------------ eligibility
 
 # most shared memory one block may have after cudaFuncSetAttribute(MaxDynamicSharedMemorySize)
-_OPT_IN_SHARED = {"sm_70": 96 * 1024, "sm_72": 96 * 1024, "sm_75": 64 * 1024, "sm_80": 163 * 1024,
+_OPT_IN_SHARED = {"sm_75": 64 * 1024, "sm_80": 163 * 1024,
                   "sm_86": 99 * 1024, "sm_87": 163 * 1024, "sm_89": 99 * 1024, "sm_90": 227 * 1024,
                   "sm_100": 227 * 1024, "sm_120": 99 * 1024}
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from sirius.analysis.frontend import CompileJob
 from sirius.analysis.program_model import analyze_program

@@ -28,7 +28,6 @@ program cannot be built, the original fails or exits with a nonzero status, or
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -40,9 +39,7 @@ from sirius.commands.common import compile_flags_from_args
 from sirius.commands.run import PROGRAM_ARGS_NOTE, add_backend_arguments, build
 from sirius.config import resolve_toolchain
 from sirius.errors import SiriusError
-from sirius.fusion.check import CheckResult, check_program
-
-FUSED_KERNEL_TEXT = re.compile(r"\bsirius_(?:fused|wave)_\d+\b")
+from sirius.fusion.check import GENERATED_KERNEL, CheckResult, check_program
 
 HELP = "run an original and an optimized program on the same inputs and compare their results"
 
@@ -131,7 +128,7 @@ def execute(args: argparse.Namespace) -> int:
 
 def _promise_check(args: argparse.Namespace) -> CheckResult | str:
     """The promise check of the optimized program, or why it could not run."""
-    if not FUSED_KERNEL_TEXT.search(Path(args.optimized).read_text(errors="replace")):
+    if not GENERATED_KERNEL.search(Path(args.optimized).read_text(errors="replace")):
         return CheckResult()  # nothing the optimizer generated: no promises of its own to check
     try:
         job = CompileJob(Path(args.optimized), compile_flags_from_args(args),

@@ -1196,77 +1196,59 @@ class GlobalArray(Template):
         return [Access(0, False, rd), Access(1, True, wr)]
 
 
-class ConstMap(Template):
-    """``out[i] = op(a[i]) + c0`` with ``__constant__ float c0`` (operand 1,
-    named in the code, read by every thread)."""
+class _SymbolMap(Template):
+    """``out[i] = op(a[i])`` combined with a device symbol that every thread reads
+    (operand 1, named in the code, not passed): the subclasses say which symbol and
+    how the statement uses it."""
+
+    roles = ("r", "r", "w")
+    prefix = ""  # of the kernel's name
+    signature = ""
+    statement = ""  # ``{v}`` is op(a[i])
+
+    def __init__(self, ctx: Ctx, op: int):
+        self.ctx, self.op = ctx, op
+
+    @property
+    def name(self) -> str:
+        return f"{self.prefix}_op{self.op}"
+
+    def code(self) -> str:
+        return _kernel(self.name, self.signature, [
+            "int i = blockIdx.x * blockDim.x + threadIdx.x;",
+            "if (i < n) {",
+            "  " + self.statement.format(v=UNARY_OPS[self.op].format(a="a[i]")),
+            "}",
+        ])
+
+    def shape(self):
+        return (self.ctx.n // self.ctx.block, 1, 1), (self.ctx.block, 1, 1)
+
+    def scalars(self):
+        return ("n",)
+
+    def accesses(self):
+        grid, block = self.shape()
+        a, out = _map_accesses(grid[0], block[0], self.ctx.n, (False, True))
+        symbol = _every_thread_reads_first(grid[0], block[0])
+        return [Access(0, False, a.footprint), Access(1, False, symbol), Access(2, True, out.footprint)]
+
+
+class ConstMap(_SymbolMap):
+    """``out[i] = op(a[i]) + c0`` with ``__constant__ float c0``."""
 
     pattern = "const_symbol"
-    roles = ("r", "r", "w")
     params = (True, False, True)
-
-    def __init__(self, ctx: Ctx, op: int):
-        self.ctx, self.op = ctx, op
-
-    @property
-    def name(self) -> str:
-        return f"cmap_op{self.op}"
-
-    def code(self) -> str:
-        return _kernel(self.name, "const float* a, float* out, int n", [
-            "int i = blockIdx.x * blockDim.x + threadIdx.x;",
-            "if (i < n) {",
-            f"  out[i] = {UNARY_OPS[self.op].format(a='a[i]')} + c0;",
-            "}",
-        ])
-
-    def shape(self):
-        return (self.ctx.n // self.ctx.block, 1, 1), (self.ctx.block, 1, 1)
-
-    def scalars(self):
-        return ("n",)
-
-    def accesses(self):
-        grid, block = self.shape()
-        a, out = _map_accesses(grid[0], block[0], self.ctx.n, (False, True))
-        c = _every_thread_reads_first(grid[0], block[0])
-        return [Access(0, False, a.footprint), Access(1, False, c), Access(2, True, out.footprint)]
+    prefix, signature, statement = "cmap", "const float* a, float* out, int n", "out[i] = {v} + c0;"
 
 
-class PtrWrite(Template):
-    """``gp[i] = op(a[i])`` through ``__device__ float* gp``: operands are
-    ``a`` (a parameter), ``gp`` (the pointer variable, read by every thread)
-    and the buffer ``gp`` points to (written)."""
+class PtrWrite(_SymbolMap):
+    """``gp[i] = op(a[i])`` through ``__device__ float* gp``: operand 1 is the pointer
+    variable, operand 2 the buffer it points to (written)."""
 
     pattern = "global_pointer"
-    roles = ("r", "r", "w")
     params = (True, False, False)
-
-    def __init__(self, ctx: Ctx, op: int):
-        self.ctx, self.op = ctx, op
-
-    @property
-    def name(self) -> str:
-        return f"gpw_op{self.op}"
-
-    def code(self) -> str:
-        return _kernel(self.name, "const float* a, int n", [
-            "int i = blockIdx.x * blockDim.x + threadIdx.x;",
-            "if (i < n) {",
-            f"  gp[i] = {UNARY_OPS[self.op].format(a='a[i]')};",
-            "}",
-        ])
-
-    def shape(self):
-        return (self.ctx.n // self.ctx.block, 1, 1), (self.ctx.block, 1, 1)
-
-    def scalars(self):
-        return ("n",)
-
-    def accesses(self):
-        grid, block = self.shape()
-        a, out = _map_accesses(grid[0], block[0], self.ctx.n, (False, True))
-        p = _every_thread_reads_first(grid[0], block[0])
-        return [Access(0, False, a.footprint), Access(1, False, p), Access(2, True, out.footprint)]
+    prefix, signature, statement = "gpw", "const float* a, int n", "gp[i] = {v};"
 
 
 class HelperReduce(Template):

@@ -143,7 +143,7 @@ def test_a_planted_violation_is_caught_and_its_group_left_unfused(monkeypatch):
     monkeypatch.setattr(pipeline, "plan_promises", keep_every_qualifier)
     state = run_pipeline(OptimizeState(CompileJob(REUSE, CompileFlags(defines=("ROWS=8",)), resolve_toolchain())))
     assert state.check_findings and {v.what for v in state.check_findings} == {"restrict"}
-    assert any(v.kernel == "sirius_fused_0" and "s" in v.message for v in state.check_findings)
+    assert any(v.kernel == "sirius_fused_0" and "is __restrict__ but" in v.message for v in state.check_findings)
     assert state.fused == [] and "sirius_fused_0" not in state.output
     rep = report(state)
     assert rep["launches_after"] == 4
