@@ -544,7 +544,24 @@ class Map(Template):
         return [Access(k, k == self.arity, fp) for k, fp in enumerate(fps)]
 
 
-class Tail(Template):
+class _TailCut(Template):
+    """A launch over the first ``n - cut`` elements, rounded up to whole blocks of
+    ``block`` threads: the last block has threads past the end."""
+
+    def count(self) -> int:
+        return self.ctx.n - self.cut
+
+    def shape(self):
+        return ((self.count() + self.block - 1) // self.block, 1, 1), (self.block, 1, 1)
+
+    def grid_text(self) -> str:
+        return f"(n - {self.cut} + {self.block - 1}) / {self.block}"
+
+    def scalars(self):
+        return (f"n - {self.cut}",)
+
+
+class Tail(_TailCut):
     """Element-wise with an early ``return`` over ``n - cut`` elements."""
 
     pattern = "tail_return"
@@ -563,18 +580,6 @@ class Tail(Template):
             "if (i >= n) return;",
             f"out[i] = {UNARY_OPS[self.op].format(a='a[i]')};",
         ])
-
-    def count(self) -> int:
-        return self.ctx.n - self.cut
-
-    def shape(self):
-        return ((self.count() + self.block - 1) // self.block, 1, 1), (self.block, 1, 1)
-
-    def grid_text(self) -> str:
-        return f"(n - {self.cut} + {self.block - 1}) / {self.block}"
-
-    def scalars(self):
-        return (f"n - {self.cut}",)
 
     def accesses(self):
         rd, wr = Footprint(), Footprint()
@@ -1026,7 +1031,7 @@ def _every_thread_reads_first(grid: int, block: int) -> Footprint:
     return fp
 
 
-class TailBarrier(Template):
+class TailBarrier(_TailCut):
     """Element-wise with ``if (i >= n) return;`` *before* a barrier: the last
     block's returning threads never reach it, the others do. Each thread
     stages its element in shared memory and mixes in its right neighbour's
@@ -1057,18 +1062,6 @@ class TailBarrier(Template):
             f"int u = (t + 1 < {B} && i + 1 < n) ? t + 1 : t;",
             f"out[i] = {UNARY_OPS[self.op].format(a='tile[t]')} + 0.25f * tile[u]{bonus};",
         ])
-
-    def count(self) -> int:
-        return self.ctx.n - self.cut
-
-    def shape(self):
-        return ((self.count() + self.block - 1) // self.block, 1, 1), (self.block, 1, 1)
-
-    def grid_text(self) -> str:
-        return f"(n - {self.cut} + {self.block - 1}) / {self.block}"
-
-    def scalars(self):
-        return (f"n - {self.cut}",)
 
     def accesses(self):
         grid, block = self.shape()
