@@ -51,9 +51,12 @@ def demangler():
 
 
 def _short_name(demangled: str) -> str:
-    """``ns::kernel<float>(float*, int)`` -> ``ns::kernel<float>``."""
+    """``ns::kernel<float>(float*, int)`` -> ``ns::kernel<float>``; a kernel in an anonymous
+    namespace keeps ``(anonymous namespace)::`` in its name."""
     depth = 0
     for i, ch in enumerate(demangled):
+        if demangled.startswith("(anonymous namespace)", i):
+            continue
         if ch == "<":
             depth += 1
         elif ch == ">":
@@ -302,7 +305,7 @@ def _with_identifiers(kernels: dict[str, KernelModel]) -> dict[str, KernelModel]
     """Give each kernel a C identifier from its name; kernels whose names read alike
     (overloads, template instances) are told apart by a number in program order."""
     def spelled(name: str) -> str:  # "void scale<unsigned int>" -> "scale_unsigned_int"
-        head, angle, tail = name.partition("<")
+        head, angle, tail = name.replace("(anonymous namespace)::", "").partition("<")
         return re.sub(r"\W+", "_", head.split(" ")[-1] + angle + tail).strip("_") or "kernel"
 
     base = {m: spelled(k.name) for m, k in kernels.items()}

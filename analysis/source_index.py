@@ -29,14 +29,20 @@ class SourceRange:
 
 @dataclass(frozen=True)
 class KernelDecl:
+    """A kernel's definition as written; for an instance of a kernel template, the
+    template's definition with the instance's arguments and parameter types."""
+
     name: str
     stub_mangled: str  # mangled name of the host-side stub, as in host IR
-    params: tuple[tuple[str, str], ...]  # (name, type spelling)
-    range: SourceRange
-    is_template: bool = False
+    params: tuple[tuple[str, str], ...]  # (name, type spelling; of the instance for a template)
+    range: SourceRange  # in range.file, the main file or a header it includes
     params_text: str = ""  # the parameter list as written, without parentheses
     body_text: str = ""  # the compound statement as written, braces included
     callees_read_indices: tuple[str, ...] = ()  # called device functions reading threadIdx & co.
+    namespaces: tuple[str, ...] = ()  # enclosing namespaces, outermost first ("" for an anonymous one)
+    template_params: str = ""  # "typename T, int K = 1": the template parameter list of a template instance
+    template_args: tuple[str, ...] = ()  # the instance's template arguments, as C++ text
+    unwritable: str | None = None  # why the kernel cannot be written again as a fragment, if it cannot
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,7 @@ class LaunchSite:
     range: SourceRange
     statement: bool = False  # the launch is a whole statement directly inside braces
     macro: str | None = None  # the macro whose expansion wrote the launch (its source text has no ``<<<``)
+    callee: str = ""  # the kernel as the launch names it, template arguments included: scale<float, 3>
 
     @property
     def text(self) -> str:
@@ -75,12 +82,23 @@ class ForLoop:
 
 @dataclass
 class SourceIndex:
+    main_file: str = ""
     kernels: dict[str, KernelDecl] = field(default_factory=dict)  # by stub mangled name
     launches: list[LaunchSite] = field(default_factory=list)
     allocations: list[AllocSite] = field(default_factory=list)
     functions_with_launches: set[str] = field(default_factory=set)
+    # a header's kernels are visible in the main file after this byte offset (the end of
+    # the line of the #include that brings the header in)
+    visible_after: dict[str, int] = field(default_factory=dict)
     function_ranges: dict[str, SourceRange] = field(default_factory=dict)  # host functions with bodies
     for_loops: list[ForLoop] = field(default_factory=list)
+
+    def visible_from(self, decl: KernelDecl) -> int | None:
+        """The first offset in the main file where ``decl``'s kernel is declared (None for a
+        header whose #include the index did not see)."""
+        if decl.range.file == self.main_file:
+            return decl.range.end_offset
+        return self.visible_after.get(decl.range.file)
 
     def for_loop_at(self, line: int | None) -> ForLoop | None:
         return next((f for f in self.for_loops if f.range.line == line), None)
@@ -203,41 +221,155 @@ def _loop_body(for_stmt, source: bytes) -> tuple[tuple[str, SourceRange], ...]:
     return tuple(out)
 
 
+_TEMPLATE_PARAMS = (ci.CursorKind.TEMPLATE_TYPE_PARAMETER, ci.CursorKind.TEMPLATE_NON_TYPE_PARAMETER,
+                    ci.CursorKind.TEMPLATE_TEMPLATE_PARAMETER)
+_UNNAMED = ("(anonymous", "(unnamed", "(lambda")
+
+
+def _written(spelling: str) -> str:
+    """A canonical type spelling as code at file scope writes it: what an anonymous
+    namespace declares is named without it (unqualified lookup sees through it)."""
+    return spelling.replace("(anonymous namespace)::", "")
+
+
+def _namespaces(cursor) -> tuple[str, ...]:
+    """The namespaces around ``cursor``, outermost first ("" for an anonymous one)."""
+    out = []
+    parent = cursor.semantic_parent
+    while parent is not None and parent.kind != ci.CursorKind.TRANSLATION_UNIT:
+        if parent.kind == ci.CursorKind.NAMESPACE:
+            out.append(parent.spelling)
+        parent = parent.semantic_parent
+    return tuple(reversed(out))
+
+
+def _is_kernel(c) -> bool:
+    return any(ch.kind == ci.CursorKind.CUDAGLOBAL_ATTR for ch in c.get_children())
+
+
+def _kernel_decl(c, source: bytes, main_file: str, **instance) -> KernelDecl:
+    """The definition ``c`` of a kernel (a kernel template's, with ``instance`` naming the
+    instance: its stub, parameters and template arguments)."""
+    body = next((ch for ch in c.get_children() if ch.kind == ci.CursorKind.COMPOUND_STMT), None)
+    namespaces = _namespaces(c)
+    params = instance.pop("params", None)
+    if params is None:
+        # inside a namespace a type is written relative to it: spell it in full
+        spell = (lambda t: _written(t.get_canonical().spelling)) if namespaces else (lambda t: t.spelling)
+        params = tuple((p.spelling, spell(p.type)) for p in c.get_arguments() or [])
+    unwritable = instance.pop("unwritable", None)
+    unnamed = next((t for _, t in params if any(u in t for u in _UNNAMED)), None)
+    if unwritable is None and unnamed is not None:
+        unwritable = f"a parameter's type {unnamed} has no name it can be written with outside the kernel"
+    return KernelDecl(c.spelling, instance.pop("stub", c.mangled_name or c.spelling), params, _range(c),
+                      _params_text(source, c, body), _text(source, body) if body else "",
+                      tuple(sorted(_callees_reading_indices(body, main_file))) if body else (),
+                      namespaces, unwritable=unwritable, **instance)
+
+
+def _template_instance(pattern, instance, source: bytes, main_file: str) -> KernelDecl:
+    """The kernel template instance ``instance`` (a function specialization cursor), written
+    as the template ``pattern`` with explicit arguments."""
+    tparams = [p for p in pattern.get_children() if p.kind in _TEMPLATE_PARAMS]
+    texts = [_text(source, p) for p in tparams]
+    problem = None
+    if any(p.kind == ci.CursorKind.TEMPLATE_TEMPLATE_PARAMETER for p in tparams) or any("..." in t for t in texts):
+        problem = "the kernel template has a parameter pack or a template template parameter"
+    args: list[str] = []
+    count = instance.get_num_template_arguments()
+    for i in range(count if count == len(tparams) and problem is None else 0):
+        try:
+            kind = instance.get_template_argument_kind(i)
+        except ValueError:  # a kind this libclang binding has no name for (a pack, say)
+            kind = None
+        if kind == ci.TemplateArgumentKind.TYPE:
+            args.append(_written(instance.get_template_argument_type(i).get_canonical().spelling))
+        elif kind == ci.TemplateArgumentKind.INTEGRAL:
+            ptype = _written(tparams[i].type.get_canonical().spelling)
+            if "unsigned" in ptype:
+                args.append(f"({ptype}){instance.get_template_argument_unsigned_value(i)}ULL")
+            else:
+                args.append(f"({ptype})({instance.get_template_argument_value(i)}LL)")
+        else:
+            problem = problem or f"template argument {i + 1} is neither a type nor an integer"
+    if count != len(tparams) and problem is None:
+        problem = "the instance's template arguments could not be read"
+    unnamed = next((a for a in args if any(u in a for u in _UNNAMED)), None)
+    if unnamed is not None:
+        problem = problem or f"the template argument {unnamed} has no name it can be written with"
+    params = tuple((a.spelling, _written(a.type.get_canonical().spelling)) for a in instance.get_arguments() or [])
+    return _kernel_decl(pattern, source, main_file, stub=instance.mangled_name, params=params,
+                        template_params=", ".join(texts), template_args=tuple(args), unwritable=problem)
+
+
+def _include_points(tu, main_file: str, source: bytes) -> dict[str, int]:
+    """For each header of the translation unit: the offset in the main file just after the
+    line of the #include through which the header comes in."""
+    parent: dict[str, tuple[str, int]] = {}
+    for inc in tu.get_includes():
+        if inc.source is not None and inc.include is not None:
+            parent.setdefault(str(inc.include), (str(inc.source), inc.location.offset))
+    points: dict[str, int] = {}
+    for header in parent:
+        here, seen = header, set()
+        while here in parent and parent[here][0] != main_file and here not in seen:
+            seen.add(here)
+            here = parent[here][0]
+        if here in parent and parent[here][0] == main_file:
+            offset = parent[here][1]
+            end = source.find(b"\n", offset)
+            points[header] = len(source) if end < 0 else end + 1
+    return points
+
+
 def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
-    """Index kernels, launches and allocations of the main file of ``job``. Without
-    ``bodies`` only declarations are read (kernels' parameters; no launch sites,
-    allocations or kernel bodies), many times faster on large generated files."""
+    """Index kernels, launches and allocations of the main file of ``job``, and the kernels
+    of the headers it includes (not system headers). A kernel template is indexed once per
+    instance the program launches. Without ``bodies`` only declarations are read (kernels'
+    parameters; no launch sites, allocations or kernel bodies), many times faster on large
+    generated files."""
     path = str(job.path)
     source = Path(path).read_bytes()
     index = ci.Index.create()
     tu = index.parse(path, args=job.libclang_args(),
                      options=0 if bodies else ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES)
-    out = SourceIndex()
     main_file = str(Path(path))
+    out = SourceIndex(main_file=main_file)
+    files: dict[str, bytes] = {main_file: source}
+    templates: dict[tuple[str, int, int], object] = {}  # kernel templates by the location of their name
+    instances: dict[str, object] = {}  # launched template instances by stub name
+
+    def text_of(c) -> bytes:
+        name = str(c.location.file)
+        if name not in files:
+            files[name] = Path(name).read_bytes()
+        return files[name]
 
     def in_main(c) -> bool:
         return c.location.file is not None and str(c.location.file) == main_file
 
+    def kernel(c) -> None:
+        if c.kind == ci.CursorKind.FUNCTION_TEMPLATE:
+            if c.is_definition() or not bodies:
+                templates[(str(c.location.file), c.location.line, c.location.column)] = c
+        elif c.is_definition() or not bodies:  # a skipped body reads as a declaration
+            decl = _kernel_decl(c, text_of(c), main_file)
+            out.kernels[decl.stub_mangled] = decl
+
     def visit(cursor, function: str | None) -> None:
         in_braces = cursor.kind == ci.CursorKind.COMPOUND_STMT
         for c in cursor.get_children():
-            if not in_main(c):
+            if c.location.file is None or c.location.is_in_system_header:
                 continue
             kind = c.kind
+            if kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE) and _is_kernel(c):
+                kernel(c)
+                continue
+            if not in_main(c):  # a header of the program's own: only its kernels
+                if kind in (ci.CursorKind.NAMESPACE, ci.CursorKind.LINKAGE_SPEC):
+                    visit(c, function)
+                continue
             if kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE, ci.CursorKind.CXX_METHOD):
-                is_kernel = any(ch.kind == ci.CursorKind.CUDAGLOBAL_ATTR for ch in c.get_children())
-                if is_kernel and (c.is_definition() or not bodies):  # a skipped body reads as a declaration
-                    params = tuple((p.spelling, p.type.spelling) for p in c.get_arguments() or [])
-                    if kind == ci.CursorKind.FUNCTION_TEMPLATE:
-                        params = tuple((p.spelling, p.type.spelling) for p in c.get_children()
-                                       if p.kind == ci.CursorKind.PARM_DECL)
-                    body = next((ch for ch in c.get_children() if ch.kind == ci.CursorKind.COMPOUND_STMT), None)
-                    decl = KernelDecl(c.spelling, c.mangled_name or c.spelling, params, _range(c),
-                                      kind == ci.CursorKind.FUNCTION_TEMPLATE,
-                                      _params_text(source, c, body), _text(source, body) if body else "",
-                                      tuple(sorted(_callees_reading_indices(body, main_file))) if body else ())
-                    out.kernels[decl.stub_mangled] = decl
-                    continue
                 if c.is_definition():
                     out.function_ranges.setdefault(c.spelling, _range(c))
                 visit(c, c.spelling)
@@ -253,9 +385,13 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
                     args = tuple(_text(source, a) for a in children[2:])
                     written = _text(source, c)
                     macro = None if "<<<" in written else written.split("(", 1)[0].strip()
+                    callee = written.split("<<<", 1)[0].strip() if macro is None else (c.spelling or "")
                     out.launches.append(LaunchSite(c.spelling or _text(source, children[0]), function,
-                                                   config, args, _range(c), in_braces, macro))
+                                                   config, args, _range(c), in_braces, macro, callee))
                     out.functions_with_launches.add(function)
+                    target = c.referenced
+                    if target is not None and target.get_num_template_arguments() >= 0 and target.mangled_name:
+                        instances.setdefault(target.mangled_name, target)
                 elif c.spelling in _ALLOC_FUNCS:
                     args = list(c.get_arguments())
                     var = _referenced_variable(args[0]) if args else None
@@ -264,4 +400,12 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
             visit(c, function)
 
     visit(tu.cursor, None)
+    for stub, target in instances.items():
+        pattern = templates.get((str(target.location.file), target.location.line, target.location.column))
+        if pattern is not None:
+            out.kernels[stub] = _template_instance(pattern, target, text_of(pattern), main_file)
+    headers = {d.range.file for d in out.kernels.values() if d.range.file != main_file}
+    if headers:
+        points = _include_points(tu, main_file, source)
+        out.visible_after = {h: points[h] for h in headers if h in points}
     return out

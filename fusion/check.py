@@ -204,7 +204,7 @@ def _group_at(lines: list[str], k: int) -> int:
             return int(head.group(1))
         frag = re.match(r"static __device__ __forceinline__ void (sirius_frag_\w+)\(", lines[i])
         if frag:  # a fragment: the first fused kernel that calls it
-            call = next((j for j in range(i + 1, len(lines)) if f"{frag.group(1)}(" in lines[j]
+            call = next((j for j in range(i + 1, len(lines)) if re.search(rf"{frag.group(1)}\s*[(<]", lines[j])
                          and not lines[j].startswith("static __device__")), None)
             return _group_at(lines, call) if call is not None else -1
     return -1

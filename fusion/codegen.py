@@ -48,7 +48,17 @@ def _fragment_name(inst: LaunchInstance) -> str:
     return f"sirius_frag_{inst.kernel.ident}"
 
 
+def _fragment_call(inst: LaunchInstance, decl) -> str:
+    """How a fused kernel (at file scope) names the fragment of ``inst``'s kernel."""
+    scope = "".join(f"{ns}::" for ns in decl.namespaces if ns)
+    targs = f"<{', '.join(decl.template_args)}>" if decl.template_params else ""
+    return f"{scope}{_fragment_name(inst)}{targs}"
+
+
 def _fragment(inst: LaunchInstance, decl) -> str:
+    """The kernel's body as a device function, in the kernel's namespaces (its body names
+    what they hold) and, for a template instance, a template called with the instance's
+    arguments."""
     shadow = "\n".join([
         "  const uint3 blockIdx = sirius_bid;", "  const uint3 threadIdx = sirius_tid;",
         "  const dim3 blockDim = sirius_bdim;", "  const dim3 gridDim = sirius_gdim;",
@@ -58,10 +68,14 @@ def _fragment(inst: LaunchInstance, decl) -> str:
     params = strip_restrict(decl.params_text.strip())
     sep = ", " if params and params != "void" else ""
     params = "" if params == "void" else params
+    opening = "".join(f"namespace {ns} {{ " if ns else "namespace { " for ns in decl.namespaces)
+    template = f"template <{decl.template_params}>\n" if decl.template_params else ""
     return (f"// fragment of kernel {inst.kernel.name}: its body, with its own block and thread indices\n"
+            + (opening + "\n" if opening else "") + template +
             f"static __device__ __forceinline__ void {_fragment_name(inst)}(\n"
             f"    const uint3 sirius_bid, const uint3 sirius_tid, const dim3 sirius_bdim, const dim3 sirius_gdim"
-            f"{sep}{params}) {{\n{shadow}\n  {decl.body_text}\n}}\n")
+            f"{sep}{params}) {{\n{shadow}\n  {decl.body_text}\n}}\n"
+            + ("}" * len(decl.namespaces) + "\n" if decl.namespaces else ""))
 
 
 def _param_decls(insts: list[LaunchInstance], decls, restrict: frozenset[str]) -> tuple[list[str], dict[int, list[str]]]:
@@ -115,7 +129,7 @@ def reindex_code(sigma_text: str, bid: str, tid: str) -> tuple[list[str], str, l
     return decls, fix(condition), [fix(c) for c in coords]
 
 
-def _lane_body(lane: Lane, insts, names, indices: str, indent: str) -> list[str]:
+def _lane_body(lane: Lane, insts, decls, names, indices: str, indent: str) -> list[str]:
     out = []
     bid, tid = (x.strip() for x in indices.split(",")[:2])
     for pos, idx in enumerate(lane.launches):
@@ -123,17 +137,17 @@ def _lane_body(lane: Lane, insts, names, indices: str, indent: str) -> list[str]
             out.append(f"{indent}__syncthreads();  // block-level dependence on the fragment before")
         sigma = lane.reindex[pos] if lane.reindex else None
         if sigma is None:
-            out.append(f"{indent}{_fragment_name(insts[idx])}({', '.join([indices] + names[idx])});")
+            out.append(f"{indent}{_fragment_call(insts[idx], decls[idx])}({', '.join([indices] + names[idx])});")
             continue
         s = insts[idx].statement
         (gx, gy, gz), (bx, by, bz) = s.grid.constant(), s.block.constant()
-        decls, cond, c = reindex_code(sigma, bid, tid)
+        anchor, cond, c = reindex_code(sigma, bid, tid)
         out.append(f"{indent}{{  // {insts[idx].kernel.name} re-indexed onto this thread")
-        out += [f"{indent}  {d}" for d in decls]
+        out += [f"{indent}  {d}" for d in anchor]
         out.append(f"{indent}  if ({cond}) {{")
         args = [f"make_uint3({c[0]}, {c[1]}, {c[2]})", f"make_uint3({c[3]}, {c[4]}, {c[5]})",
                 f"dim3({bx}, {by}, {bz})", f"dim3({gx}, {gy}, {gz})"] + names[idx]
-        out.append(f"{indent}    {_fragment_name(insts[idx])}({', '.join(args)});")
+        out.append(f"{indent}    {_fragment_call(insts[idx], decls[idx])}({', '.join(args)});")
         out.append(f"{indent}  }}")
         out.append(f"{indent}}}")
     return out
@@ -146,7 +160,7 @@ def _fused_kernel(group: FusionGroup, insts, decls, restrict: frozenset[str]) ->
     body: list[str] = []
     first = insts[group.lanes[0].launches[0]]
     if len(group.lanes) == 1:
-        body += _lane_body(group.lanes[0], insts, names, "blockIdx, threadIdx, blockDim, gridDim", "  ")
+        body += _lane_body(group.lanes[0], insts, decls, names, "blockIdx, threadIdx, blockDim, gridDim", "  ")
         shm = max(insts[i].statement.shmem.constant_value() for i in group.launches)
         block = first.statement.block.constant() if first.statement.block else None
         threads = block[0] * block[1] * block[2] if block else None
@@ -177,7 +191,7 @@ def _fused_kernel(group: FusionGroup, insts, decls, restrict: frozenset[str]) ->
                 indent = "      "
             body.append(f"{indent}const uint3 sirius_tid = make_uint3(sirius_thread % {b[0]}u, "
                         f"(sirius_thread / {b[0]}u) % {b[1]}u, sirius_thread / {b[0] * b[1]}u);")
-            body += _lane_body(lane, insts, names, "sirius_bid, sirius_tid, sirius_bdim, sirius_gdim", indent)
+            body += _lane_body(lane, insts, decls, names, "sirius_bid, sirius_tid, sirius_bdim, sirius_gdim", indent)
             if nthreads < widest:
                 body.append("    }")
             start += nblocks
@@ -217,7 +231,7 @@ def _original_launch(inst: LaunchInstance) -> str:
     idx = inst.statement.index
     shm = f", sirius_s{idx}" if len(inst.site.config) > 2 else ""
     args = ", ".join(f"sirius_a{idx}_{j}" for j in range(len(inst.site.args)))
-    return f"{inst.site.kernel}<<<sirius_g{idx}, sirius_b{idx}{shm}>>>({args})"
+    return f"{inst.site.callee or inst.site.kernel}<<<sirius_g{idx}, sirius_b{idx}{shm}>>>({args})"
 
 
 def assumptions(launches, insts) -> list[str]:
@@ -287,7 +301,7 @@ def _wave_kernel(group: FusionGroup, wave, insts, decls, fk: FusedKernel) -> tup
             body.append(f"  {ptype} {local} = {value};")
             own.append(local)
         names[idx] = own
-    body += _lane_body(lane, insts, names, "sirius_bid, sirius_tid, sirius_bdim, sirius_gdim", "  ")
+    body += _lane_body(lane, insts, decls, names, "sirius_bid, sirius_tid, sirius_bdim, sirius_gdim", "  ")
     members = ", ".join(insts[i].kernel.name for i in lane.launches)
     kernel = (f"// wavefront of {members}: block range k of the launch is cell ({wave.outer}, {wave.inner}) "
               f"with {wave.outer} + {wave.inner} = sirius_w\n"
@@ -364,7 +378,7 @@ def generate(model: ProgramModel, schedule: Schedule, source: str,
 
     data = source.encode()
     used = [insts[i] for g in multi for i in g.launches]
-    insert_at = max(decls[i.statement.index].range.end_offset for i in used)
+    insert_at = max(model.source.visible_from(decls[i.statement.index]) for i in used)
     entry = model.source.function_ranges.get(model.host.entry) or next(
         (r for name, r in model.source.function_ranges.items()
          if model.host.entry.startswith("_Z") and f"{len(name)}{name}" in model.host.entry), None)

@@ -142,10 +142,12 @@ def fragment_problem(model: ProgramModel, inst: LaunchInstance) -> str | None:
             f" (it is in {stmt.inlined_from}, which the compiler inlined at line {stmt.line})"
             if stmt.inlined_from else "")
     decl = model.kernel_decls.get(k.mangled)
-    if "<" in k.name.split("(")[0] or (decl is not None and decl.is_template):
-        return "template kernels are not made into fragments yet"
     if decl is None:
-        return "the kernel's definition is not in the program's main source file (a header, say)"
+        return "the kernel's definition is not in the program's source or a header of its own"
+    if decl.unwritable is not None:
+        return f"the kernel cannot be written as a fragment: {decl.unwritable}"
+    if model.source.visible_from(decl) is None:
+        return f"the kernel is defined in {decl.range.file}, whose #include was not found in the program"
     if site.macro is not None:
         return (f"launch is written through the macro {site.macro}; its expansion cannot be rewritten "
                 "in the source")

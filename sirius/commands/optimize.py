@@ -17,6 +17,7 @@ from sirius.analysis.frontend import CompileJob
 from sirius.commands.common import add_compile_flags, compile_flags_from_args, input_file, output_file
 from sirius.config import resolve_toolchain
 from sirius.errors import InputError
+from sirius.fusion.includes import relocate_includes
 from sirius.fusion.schedule import ARRANGEMENTS
 from sirius.pipeline import OptimizeState, rearrange, report, run_pipeline, stage_names
 
@@ -72,6 +73,9 @@ def _render(rep: dict) -> str:
     for r in rep["refused"]:
         who = ", ".join(f"{m['kernel']} (line {m['line']})" for m in r["launches"])
         lines.append(f"  not fused: {who}: {r['reason']}")
+    for m in rep.get("includes_rewritten", ()):
+        lines.append(f"  #include \"{m['written']}\" (line {m['line']}) now reads \"{m['now']}\": the same header, "
+                     "seen from the output's folder")
     check = rep.get("promise_check")
     if check is not None:
         n = check["kernels_checked"]
@@ -93,7 +97,7 @@ def _emit_candidates(state: OptimizeState, folder: Path) -> None:
         if name is None:
             name = f"{state.job.path.stem}.{arrangement}.cu"
             files[st.output] = name
-            (folder / name).write_text(st.output)
+            (folder / name).write_text(relocate_includes(st.output, state.job.path, folder)[0])
         rep = report(st)
         manifest["candidates"].append({
             "arrangement": arrangement, "file": name, "launches_after": rep["launches_after"],
@@ -116,7 +120,9 @@ def execute(args: argparse.Namespace) -> int:
     if output is None:  # -o -: the program on standard output, the summary on standard error
         sys.stdout.write(state.output)
     else:
-        output.write_text(state.output)
+        text, moved = relocate_includes(state.output, program, output.resolve().parent)
+        rep["includes_rewritten"] = [{"line": m.line, "written": m.written, "now": m.now} for m in moved]
+        output.write_text(text)
     if args.emit_candidates:
         _emit_candidates(state, Path(args.emit_candidates))
     if args.report:

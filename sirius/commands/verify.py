@@ -93,7 +93,7 @@ def execute(args: argparse.Namespace) -> int:
           f"{args.backend} backend")
     if isinstance(checked, str):
         print(f"promise check: not run ({checked})")
-    elif checked.kernels_checked:
+    elif checked.kernels_checked or checked.violations:
         print(f"promise check: {checked.kernels_checked} fused launches, "
               f"{len(checked.violations) or 'no'} violations"
               + ("" if checked.ptxas else " (without ptxas figures)"))

@@ -66,34 +66,3 @@ int main(int argc, char** argv) {
     for threads in ("128", "64"):
         proc = sirius("verify", str(program), str(out), "--", threads)
         assert proc.returncode == 0, proc.stdout + proc.stderr
-
-
-def test_template_and_header_kernels_are_refused_with_their_reason(tmp_path):
-    """Not fused yet, but named for what they are, and the output compiles and verifies."""
-    (tmp_path / "kern.cuh").write_text(
-        "__global__ void twice(float* a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] *= 2.0f; }\n")
-    program = tmp_path / "mixed.cu"
-    program.write_text("""#include <cstdio>
-#include "kern.cuh"
-template <typename T> __global__ void scale(T* a, T s, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) a[i] = a[i] * s;
-}
-int main() {
-  float* a; double* b;
-  cudaMalloc(&a, 4096); cudaMalloc(&b, 8192); cudaMemset(a, 0, 4096); cudaMemset(b, 0, 8192);
-  scale<float><<<4, 256>>>(a, 2.0f, 1024);
-  scale<double><<<4, 256>>>(b, 3.0, 1024);
-  twice<<<4, 256>>>(a, 1024);
-  float h[4]; cudaMemcpy(h, a, 16, cudaMemcpyDeviceToHost);
-  double g[4]; cudaMemcpy(g, b, 32, cudaMemcpyDeviceToHost);
-  printf("%f %f\\n", h[0], g[0]);
-  return 0;
-}
-""")
-    out = tmp_path / "mixed.opt.cu"
-    proc = sirius("optimize", str(program), "-o", str(out))
-    assert proc.returncode == 0, proc.stderr
-    assert "scale<float> (line 10): template kernels are not made into fragments yet" in proc.stdout
-    assert "twice (line 12): the kernel's definition is not in the program's main source file" in proc.stdout
-    assert sirius("verify", str(program), str(out)).returncode == 0

@@ -1,0 +1,44 @@
+"""Quoted ``#include`` lines of the emitted program, for the folder it is written to.
+
+A quoted include is looked up first beside the file that includes it. The
+optimized program usually lands in another folder than the original, where
+``#include "kernels.cuh"`` would name nothing (or another file): such lines are
+rewritten to the path of the same header relative to the output's folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+_QUOTED = re.compile(r'^(\s*#\s*include\s*)"([^"]+)"', re.M)
+
+
+@dataclass(frozen=True)
+class MovedInclude:
+    line: int  # in the emitted program
+    written: str  # the path as the original wrote it
+    now: str  # the path the emitted program uses
+
+
+def relocate_includes(text: str, program: Path, output_dir: Path) -> tuple[str, list[MovedInclude]]:
+    """``text`` (the emitted program of ``program``) with every quoted include that names a
+    file beside ``program`` naming the same file from ``output_dir``; and what was changed."""
+    source_dir, output_dir = program.resolve().parent, output_dir.resolve()
+    moved: list[MovedInclude] = []
+    if source_dir == output_dir:
+        return text, moved
+
+    def repoint(m: re.Match) -> str:
+        header = source_dir / m.group(2)
+        if Path(m.group(2)).is_absolute() or not header.is_file():
+            return m.group(0)  # found on the include path, not beside the program
+        if (output_dir / m.group(2)).resolve() == header.resolve():
+            return m.group(0)
+        now = os.path.relpath(header, output_dir)
+        moved.append(MovedInclude(text.count("\n", 0, m.start()) + 1, m.group(2), now))
+        return f'{m.group(1)}"{now}"'
+
+    return _QUOTED.sub(repoint, text), moved
