@@ -66,8 +66,23 @@ def _finish_clang(job: CompileJob, side: str, proc: subprocess.Popen) -> str:
     if proc.returncode != 0:
         diags = "\n".join(ln for ln in err.splitlines()
                           if "CUDA version" not in ln and "-Wunknown-cuda-version" not in ln)
-        raise InputError(f"error: {job.path} does not compile ({side} side):\n{diags.strip()}")
+        hint = _macro_collision(diags)
+        raise InputError(f"error: {job.path} does not compile ({side} side):\n{diags.strip()}"
+                         + (f"\n{hint}" if hint else ""))
     return out
+
+
+def _macro_collision(diagnostics: str) -> str | None:
+    """A hint when a macro from the command line breaks a system header (``-DN=1024``
+    turns every parameter named N in cuda.h into a number)."""
+    import re
+
+    macro = re.search(r"<command line>:\d+:\d+: note: expanded from macro '(\w+)'", diagnostics)
+    if macro is None or not re.search(r"^(?:/usr/|[^\n]*/include/)[^\n:]*:\d+:\d+: error", diagnostics, re.M):
+        return None
+    name = macro.group(1)
+    return (f"hint: the macro -D{name} also replaces the name {name} inside the CUDA headers; "
+            "give the program's macro a longer name")
 
 
 def compile_program(job: CompileJob, while_compiling: Callable[[], T] | None = None

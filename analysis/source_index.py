@@ -78,6 +78,7 @@ class ForLoop:
     # body statements: ("decl", range) for side-effect-free declarations,
     # ("launch", range), ("for", range), or ("other", range)
     body: tuple[tuple[str, SourceRange], ...]
+    iterator: str | None = None  # the variable the init statement declares: for (int s = 0; ...)
 
 
 @dataclass
@@ -200,6 +201,14 @@ def _pure_declaration(stmt, source: bytes) -> bool:
     initialized = sum(1 for v in stmt.get_children() if v.kind == ci.CursorKind.VAR_DECL
                       and any(True for _ in v.get_children()))
     return assignments <= initialized
+
+
+def _loop_iterator(for_stmt) -> str | None:
+    init = next(iter(for_stmt.get_children()), None)
+    if init is None or init.kind != ci.CursorKind.DECL_STMT:
+        return None
+    names = [v.spelling for v in init.get_children() if v.kind == ci.CursorKind.VAR_DECL]
+    return names[0] if len(names) == 1 else None
 
 
 def _loop_body(for_stmt, source: bytes) -> tuple[tuple[str, SourceRange], ...]:
@@ -375,7 +384,7 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
                 visit(c, c.spelling)
                 continue
             if kind == ci.CursorKind.FOR_STMT and function is not None:
-                out.for_loops.append(ForLoop(_range(c), function, _loop_body(c, source)))
+                out.for_loops.append(ForLoop(_range(c), function, _loop_body(c, source), _loop_iterator(c)))
             if kind == ci.CursorKind.CALL_EXPR and function is not None:
                 children = list(c.get_children())
                 if len(children) >= 2 and children[1].kind == ci.CursorKind.CALL_EXPR \

@@ -234,6 +234,19 @@ def _original_launch(inst: LaunchInstance) -> str:
     return f"{inst.site.callee or inst.site.kernel}<<<sirius_g{idx}, sirius_b{idx}{shm}>>>({args})"
 
 
+def _shape_conditions(inst: LaunchInstance) -> list[str]:
+    """The launch's grid, block and dynamic shared memory as the analysis took them."""
+    idx, stmt = inst.statement.index, inst.statement
+    conds = []
+    for name, dims in (("g", stmt.grid), ("b", stmt.block)):
+        known = dims.constant() if dims else None
+        if known is not None:
+            conds += [f"sirius_{name}{idx}.{axis} == {v}u" for axis, v in zip("xyz", known)]
+    if len(inst.site.config) > 2 and stmt.shmem is not None and stmt.shmem.constant_value() is not None:
+        conds.append(f"sirius_s{idx} == {stmt.shmem.constant_value()}u")
+    return conds
+
+
 def assumptions(launches, insts) -> list[str]:
     """C conditions under which the fused region computes what the original launches did:
     the values the analysis took as constants (launch shapes, integer scalars, distances
@@ -243,13 +256,7 @@ def assumptions(launches, insts) -> list[str]:
     reference: dict[str, tuple[int, int, object]] = {}
     for idx in launches:
         inst = insts[idx]
-        stmt = inst.statement
-        for name, dims in (("g", stmt.grid), ("b", stmt.block)):
-            known = dims.constant() if dims else None
-            if known is not None:
-                conds += [f"sirius_{name}{idx}.{axis} == {v}u" for axis, v in zip("xyz", known)]
-        if len(inst.site.config) > 2 and stmt.shmem is not None and stmt.shmem.constant_value() is not None:
-            conds.append(f"sirius_s{idx} == {stmt.shmem.constant_value()}u")
+        conds += _shape_conditions(inst)
         for j, (_, arg) in enumerate(inst.bindings[:len(inst.site.args)]):
             if arg.kind == "scalar" and arg.value is not None and arg.value.constant_value() is not None:
                 conds.append(f"(long long)(sirius_a{idx}_{j}) == {arg.value.constant_value()}LL")
@@ -262,6 +269,51 @@ def assumptions(launches, insts) -> list[str]:
     return conds
 
 
+def _cell_assumptions(inst: LaunchInstance, wave) -> list[str]:
+    """C conditions, in the loop nest's iterators, under which one launch of a wavefront
+    cell is what the wave kernel computes for that cell: its shape, its integer arguments
+    and its pointers (allocation base plus the affine offset the kernel adds)."""
+    idx = inst.statement.index
+    (outer, inner), (n_outer, n_inner) = (wave.outer, wave.inner), wave.extents
+    conds = [f"{outer} >= 0", f"{outer} < {n_outer}", f"{inner} >= 0", f"{inner} < {n_inner}"]
+    conds += _shape_conditions(inst)
+    for j, (_, arg) in enumerate(inst.bindings[:len(inst.site.args)]):
+        if arg.kind == "buffer":
+            conds.append(f"(const char*)(sirius_a{idx}_{j}) == (const char*)({arg.buffer}) + "
+                         f"({arg.offset.to_c()})")
+        elif arg.kind == "scalar" and arg.value is not None and arg.value.to_c() is not None:
+            conds.append(f"(long long)(sirius_a{idx}_{j}) == (long long)({arg.value.to_c()})")
+    return conds
+
+
+def _wave_guard(group: FusionGroup, wave, insts, source: bytes) -> tuple[str, list[str]]:
+    """The loop nest run once without launching: every launch's shape and arguments are
+    evaluated where they stood and compared with what the wave kernel assumes for that
+    cell (see ``_cell_assumptions``), and the cells are counted. Sets ``sirius_cells_ok``."""
+    loop = wave.outer_loop.range
+    edits, described = [], []
+    for idx in group.launches:
+        inst = insts[idx]
+        conds = _cell_assumptions(inst, wave)
+        described += conds
+        names = "".join(f"const int {model_name} = (int)({written}); "
+                        for model_name, written in zip((wave.outer, wave.inner), wave.source_iterators)
+                        if model_name != written)
+        check = (f"{{ {names}{_temporaries(inst, True)}; sirius_cells_ok = sirius_cells_ok && "
+                 f"{' && '.join(conds)}; ++sirius_checked; }}")
+        edits.append((inst.site.range.start_offset - loop.start_offset,
+                      inst.site.range.end_offset - loop.start_offset, check))
+    nest = source[loop.start_offset:loop.end_offset]
+    for start, end, text in sorted(edits, reverse=True):
+        nest = nest[:start] + text.encode() + nest[end:]
+    expected = wave.extents[0] * wave.extents[1] * len(group.launches)
+    guard = ("bool sirius_cells_ok = true; long long sirius_checked = 0;\n"
+             "  /* sirius: the loop nest once without launching, to check the values the wavefront assumes */\n"
+             f"  {nest.decode()}\n"
+             f"  sirius_cells_ok = sirius_cells_ok && sirius_checked == {expected}LL;\n")
+    return guard, described
+
+
 def _issue(group: FusionGroup, insts, fused: dict[int, FusedKernel]) -> str:
     if len(group.launches) == 1:
         return _original_launch(insts[group.launches[0]])
@@ -271,8 +323,10 @@ def _issue(group: FusionGroup, insts, fused: dict[int, FusedKernel]) -> str:
     return f"{opt_in}{fk.name}<<<{fk.grid}, {fk.block}, {fk.shmem}>>>({args})"
 
 
-def _wave_kernel(group: FusionGroup, wave, insts, decls, fk: FusedKernel) -> tuple[str, str]:
-    """The kernel running one anti-diagonal of a loop nest, and the host loop replacing the nest."""
+def _wave_kernel(group: FusionGroup, wave, insts, decls, fk: FusedKernel, source: bytes) -> tuple[str, str]:
+    """The kernel running one anti-diagonal of a loop nest, and the host code replacing the
+    nest: the wave loop where the nest's values are those the wavefront assumes, else the
+    nest as written."""
     lane = group.lanes[0]
     first = insts[lane.launches[0]].statement
     (gx, gy, gz), (bx, by, bz) = first.grid.constant(), first.block.constant()
@@ -308,14 +362,20 @@ def _wave_kernel(group: FusionGroup, wave, insts, decls, fk: FusedKernel) -> tup
               f"{_signature(name, params, bx * by * bz)} {{\n" + "\n".join(body) + "\n}\n")
     shm = max(insts[i].statement.shmem.constant_value() for i in lane.launches)
     bases = ", ".join(["sirius_w", "sirius_lo"] + [f"(char*){a}" for a in wave.allocations])
-    host = (f"/* sirius: wavefront over ({wave.outer}, {wave.inner}): the {len(lane.launches)} launches of each "
-            f"iteration are one fused launch, and all iterations on one anti-diagonal share it */\n"
+    guard, _ = _wave_guard(group, wave, insts, source)
+    loop = wave.outer_loop.range
+    original = source[loop.start_offset:loop.end_offset].decode()
+    host = (f"{{ /* sirius: wavefront over ({wave.outer}, {wave.inner}): the {len(lane.launches)} launches of each "
+            f"iteration are one fused launch, and all iterations on one anti-diagonal share it */\n  {guard}"
+            "  if (sirius_cells_ok) {\n"
             + (f"  {{ {_shared_opt_in(fk)}}}\n" if fk.shared_opt_in else "") +
             f"  {wave.wave_for} {{\n"
             f"    const int sirius_lo = {wave.lo};\n"
             f"    const int sirius_hi = {wave.hi};\n"
             f"    {name}<<<dim3((unsigned)(sirius_hi - sirius_lo + 1) * {per_cell}u), dim3({bx}, {by}, {bz}), {shm}>>>"
-            f"({bases});\n  }}")
+            f"({bases});\n  }}\n"
+            "  } else { /* sirius: not the values optimized for: the loop nest as written */\n"
+            f"  {original}\n  }}\n}}")
     return kernel, host
 
 
@@ -345,9 +405,10 @@ def generate(model: ProgramModel, schedule: Schedule, source: str,
     for g in multi:
         if g.id in waves:
             first = insts[g.launches[0]].statement.block.constant()
-            fused[g.id] = FusedKernel(f"sirius_wave_{g.id}", g, "", "", "",
+            _, described = _wave_guard(g, waves[g.id], insts, source.encode())
+            fused[g.id] = FusedKernel(f"sirius_wave_{g.id}", g, "", "", "", assumptions=tuple(described),
                                       **_resources(g, insts, first[0] * first[1] * first[2]))
-            text, host = _wave_kernel(g, waves[g.id], insts, decls, fused[g.id])
+            text, host = _wave_kernel(g, waves[g.id], insts, decls, fused[g.id], source.encode())
             kernels_text.append(text)
             loop = waves[g.id].outer_loop.range
             edits.append((loop.start_offset, loop.end_offset, host))

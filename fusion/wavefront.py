@@ -40,6 +40,8 @@ class Wavefront:
     hi: str
     waves: int
     allocations: tuple[str, ...]  # base pointers the wave kernel needs
+    extents: tuple[int, int] = (0, 0)  # trips of the outer and inner loop (from 0)
+    source_iterators: tuple[str, str] = ("", "")  # the loops' variables as the source names them
 
 
 def _rect(domain_text: str, names: list[str]) -> tuple[int, int] | None:
@@ -98,6 +100,8 @@ def plan_wavefront(model: ProgramModel, uar: UAR, region: Region, group: FusionG
         return why("loop statements not found in the source")
     if [k for k, _ in outer_loop.body] != ["for"] or outer_loop.body[0][1].line != inner_loop.range.line:
         return why("the outer loop holds more than the inner loop")
+    if outer_loop.iterator is None or inner_loop.iterator is None:
+        return why("a loop does not declare its own iterator variable")
     if any(k not in ("decl", "launch") for k, _ in inner_loop.body) or \
             sum(k == "launch" for k, _ in inner_loop.body) != len(group.launches):
         return why("the loop body holds statements other than declarations and the fused launches")
@@ -149,4 +153,4 @@ def plan_wavefront(model: ProgramModel, uar: UAR, region: Region, group: FusionG
     lo = fix(inner.for_get_init().to_C_str().replace(it, "sirius_w"))
     hi = fix(inner.for_get_cond().op_get_arg(1).to_C_str().replace(it, "sirius_w"))
     return Wavefront(group.id, o, i, outer_loop, wave_for, lo, hi, rect[0] + rect[1] - 1,
-                     tuple(sorted(allocations)))
+                     tuple(sorted(allocations)), rect, (outer_loop.iterator, inner_loop.iterator))

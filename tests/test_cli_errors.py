@@ -129,6 +129,24 @@ def test_a_corpus_size_can_be_set_from_the_command_line():
 
 
 @pytest.mark.toolchain
+def test_a_one_letter_macro_that_breaks_the_cuda_headers_gets_a_hint():
+    assert_clean_failure(sirius("analyze", CHAIN, "-DN=1024"), "cuda.h",
+                         "hint: the macro -DN also replaces the name N inside the CUDA headers")
+
+
+@pytest.mark.toolchain
+def test_bert_qkv_optimized_at_its_sizes_runs_the_original_launches_at_others(tmp_path):
+    """The table's row: optimized with the default sizes, built with -DSEQ=64 ...: the fused
+    launch's shapes are checked at run time and the original launches run instead."""
+    bert = str(ROOT / "cuda_inputs" / "bert_qkv.cu")
+    out = tmp_path / "bert_qkv.opt.cu"
+    proc = sirius("optimize", bert, "-o", str(out))
+    assert proc.returncode == 0 and "launches per run: 9 -> 1" in proc.stdout, proc.stdout + proc.stderr
+    proc = sirius("verify", bert, str(out), "-DSEQ=64", "-DHIDDEN=128", "-DHEADS=2")
+    assert proc.returncode == 0 and "result: all equal" in proc.stdout, proc.stdout + proc.stderr
+
+
+@pytest.mark.toolchain
 def test_verify_refuses_an_original_that_fails(tmp_path):
     p = tmp_path / "three.cu"
     p.write_text("#include <cstdio>\n__global__ void k(float* a) { a[threadIdx.x] = 1.0f; }\n"

@@ -60,6 +60,24 @@ def test_seed_is_written_into_the_source():
 # ---------------------------------------------------------------- parameters
 
 
+def test_block_size_from_argv_changes_only_the_default_block_launches():
+    for seed in range(20):
+        plain, argv = generate_program(seed), generate_program(seed, argv_block=True)
+        assert argv.launches == plain.launches and argv.expected_dependences == plain.expected_dependences
+        block = {l.block[0] for l in plain.launches if l.pattern == "map"}
+        if not block:
+            assert "threads - 1" not in argv.source
+            continue
+        block = block.pop()
+        header = f"  const int threads = argc > 1 ? atoi(argv[1]) : {block};\n"
+        assert header in argv.source and "<<<(n + threads - 1) / threads, threads>>>" in argv.source
+        # with the default value written in, the program is the one without arguments
+        back = (argv.source.replace("#include <cstdlib>\n", "").replace(header, "")
+                .replace("int main(int argc, char** argv)", "int main()")
+                .replace("<<<(n + threads - 1) / threads, threads>>>", f"<<<{4096 // block}, {block}>>>"))
+        assert back == plain.source
+
+
 def test_launch_count_within_bounds():
     counts = [len(_prog(s).launches) for s in range(40)]
     assert min(counts) >= 2 and max(counts) <= 8

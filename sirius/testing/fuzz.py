@@ -32,8 +32,10 @@ def constructs(prog: GeneratedProgram) -> list[str]:
     return sorted(found - _PALETTE)
 
 
-def run_seed(seed: int, workdir: Path, arrangement: str) -> dict:
-    prog = generate_program(seed)
+def run_seed(seed: int, workdir: Path, arrangement: str, argv_values: tuple[str, ...] = ()) -> dict:
+    """Generate, optimize and verify one program. With ``argv_values`` the program takes
+    its element-wise block size from its first argument, and is verified once per value."""
+    prog = generate_program(seed, argv_block=bool(argv_values))
     news = constructs(prog)
     src = workdir / f"seed_{seed}.cu"
     out = workdir / f"seed_{seed}_opt.cu"
@@ -48,23 +50,27 @@ def run_seed(seed: int, workdir: Path, arrangement: str) -> dict:
                 "constructs": news, "launches_before": len(prog.launches), "launches_after": None}
     report = json.loads(rep.read_text())
     start = time.perf_counter()
-    ver = subprocess.run([SIRIUS, "verify", str(src), str(out), "--backend", "cpu"], capture_output=True, text=True)
+    for value in argv_values or (None,):
+        ver = subprocess.run([SIRIUS, "verify", str(src), str(out), "--backend", "cpu"]
+                             + (["--", value] if value is not None else []), capture_output=True, text=True)
+        if ver.returncode != 0:
+            break
     t_ver = time.perf_counter() - start
-    return {"seed": seed, "ok": ver.returncode == 0, "stage": "verify",
+    return {"seed": seed, "ok": ver.returncode == 0, "stage": "verify" + (f" -- {value}" if value else ""),
             "detail": "" if ver.returncode == 0 else (ver.stdout + ver.stderr)[-2000:],
             "launches_before": report["launches_before"], "launches_after": report["launches_after"],
             "optimize_s": round(t_opt, 3), "verify_s": round(t_ver, 3), "constructs": news}
 
 
 def fuzz(seeds: range, jobs: int = 2, arrangement: str = "auto", keep: Path | None = None,
-         progress=None) -> list[dict]:
-    """Run every seed; ``progress(result)`` is called as each one finishes."""
+         progress=None, argv_values: tuple[str, ...] = ()) -> list[dict]:
+    """Run every seed (see ``run_seed``); ``progress(result)`` is called as each one finishes."""
     with tempfile.TemporaryDirectory(prefix="sirius-fuzz-") as tmp:
         workdir = keep or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
 
         def one(seed: int) -> dict:
-            result = run_seed(seed, workdir, arrangement)
+            result = run_seed(seed, workdir, arrangement, argv_values)
             if progress is not None:
                 progress(result)
             return result

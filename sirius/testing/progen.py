@@ -367,6 +367,9 @@ class Ctx:
     n: int  # elements per buffer
     side: int | None  # n == side * side when 2-D templates are possible
     block: int  # default block size of element-wise launches
+    # element-wise launches of the default block size take it from the command line
+    # (``threads``, argv[1], ``block`` when absent): a launch shape the host computes
+    argv_block: bool = False
 
 
 @dataclass(frozen=True)
@@ -529,6 +532,16 @@ class Map(Template):
 
     def shape(self):
         return (self.ctx.n // self.block, 1, 1), (self.block, 1, 1)
+
+    def grid_text(self) -> str:
+        return "(n + threads - 1) / threads" if self._from_argv else super().grid_text()
+
+    def block_text(self) -> str:
+        return "threads" if self._from_argv else super().block_text()
+
+    @property
+    def _from_argv(self) -> bool:
+        return self.ctx.argv_block and self.block == self.ctx.block
 
     def scalars(self):
         return ("n",)
@@ -1401,7 +1414,7 @@ _UPLOAD_HELPER = """static void upload(float* d, float* h, int n, int k) {
 
 
 class _Gen:
-    def __init__(self, seed: int, max_kernels: int, size: int, max_buffers: int):
+    def __init__(self, seed: int, max_kernels: int, size: int, max_buffers: int, argv_block: bool = False):
         self.seed = seed
         self.rng = random.Random(seed)
         # a second stream for the newer constructs, so that the palette's
@@ -1410,7 +1423,7 @@ class _Gen:
         self.size = size
         side = _isqrt(size)
         self.side = side if side * side == size and side % 16 == 0 else None
-        self.ctx = Ctx(n=size, side=self.side, block=self.rng.choice((128, 256)))
+        self.ctx = Ctx(n=size, side=self.side, block=self.rng.choice((128, 256)), argv_block=argv_block)
         self.max_kernels = max_kernels
         self.max_buffers = max_buffers
         self.buffers: list[str] = []
@@ -2088,7 +2101,12 @@ def _assemble(gen: _Gen, outputs: list[str]) -> tuple[str, tuple[str, ...]]:
         lines.append(code)
     for code in dict.fromkeys(gen.host_helpers):
         lines.append(code)
-    main = ["int main() {", f"  const int n = {n};"]
+    if gen.ctx.argv_block:
+        lines.insert(2, "#include <cstdlib>")
+        main = ["int main(int argc, char** argv) {", f"  const int n = {n};",
+                f"  const int threads = argc > 1 ? atoi(argv[1]) : {gen.ctx.block};"]
+    else:
+        main = ["int main() {", f"  const int n = {n};"]
     if gen.side and any(s.tmpl.scalars() == ("side",) for s in gen.stmts):
         main.append(f"  const int side = {gen.side};")
     main.append("  float* h = new float[n];")
@@ -2141,12 +2159,15 @@ def _assemble(gen: _Gen, outputs: list[str]) -> tuple[str, tuple[str, ...]]:
 
 
 def generate_program(seed: int, *, max_kernels: int = 8, size: int = 4096,
-                     max_buffers: int = 8) -> GeneratedProgram:
+                     max_buffers: int = 8, argv_block: bool = False) -> GeneratedProgram:
     """A complete random CUDA program with 2..``max_kernels`` launches.
 
     ``size`` is the number of floats per buffer, a positive multiple of 256;
     the 2-D templates (tiles, transpose) appear when it is the square of a
-    multiple of 16 (the default 4096 = 64 x 64).
+    multiple of 16 (the default 4096 = 64 x 64). With ``argv_block`` the element-wise
+    launches of the default block size take their block size from the program's first
+    argument (grid rounded up, the kernels check bounds); the description (shapes,
+    footprints, dependences) is then that of a run without arguments.
     """
     if size <= 0 or size % 256:
         raise ValueError(f"size must be a positive multiple of 256, not {size}")
@@ -2154,7 +2175,7 @@ def generate_program(seed: int, *, max_kernels: int = 8, size: int = 4096,
         raise ValueError("max_kernels must be at least 2")
     if max_buffers < 3:
         raise ValueError("max_buffers must be at least 3")
-    gen = _Gen(seed, max_kernels, size, max_buffers)
+    gen = _Gen(seed, max_kernels, size, max_buffers, argv_block)
     gen.run()
     stmts = gen.stmts
     launches: list[Launch] = []

@@ -41,6 +41,20 @@ def test_fused_at_the_sizes_optimized_for_original_launches_at_others(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def test_a_wavefront_runs_where_the_nest_is_the_one_optimized_for(tmp_path):
+    """The wave kernel bakes in the nest's trip counts, shapes and pointer offsets: the nest
+    runs once without launching to check them, and other sizes run the nest as written."""
+    lstm, small = ROOT / "cuda_inputs" / "lstm.cu", ("-DSTEPS=6", "-DCELLS=4", "-DHIDDEN=32")
+    out = tmp_path / "lstm.opt.cu"
+    proc = sirius("optimize", str(lstm), "-o", str(out), *small)
+    assert proc.returncode == 0 and "sirius_wave_0" in proc.stdout, proc.stdout + proc.stderr
+    assert _launched(out, tmp_path, *small) == ["sirius_wave_0"] * (6 + 4 - 1)
+    other = ("-DSTEPS=3", "-DCELLS=4", "-DHIDDEN=32")
+    assert _launched(out, tmp_path, *other) == (["gemv"] * 8 + ["solve"]) * 3 * 4
+    proc = sirius("verify", str(lstm), str(out), *other)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def test_a_launch_shape_from_argv_is_unknown_not_a_number(tmp_path):
     program = tmp_path / "argv_shape.cu"
     program.write_text("""#include <cstdio>

@@ -38,3 +38,16 @@ def test_fifty_generated_programs_verify():
 def test_regression_seed(seed, tmp_path):
     r = run_seed(seed, tmp_path, "auto")
     assert r["ok"], r["detail"]
+
+
+ARGV_SEEDS = range(100, 108)
+
+
+def test_programs_with_block_sizes_from_argv_verify_at_two_values():
+    """Launch shapes the host reads from the command line: the optimizer may not take them for
+    numbers, so whatever it writes must compute what the original does at any value."""
+    programs = [progen.generate_program(s, argv_block=True) for s in ARGV_SEEDS]
+    assert sum("(n + threads - 1) / threads" in p.source for p in programs) >= 5
+    results = fuzz(ARGV_SEEDS, jobs=2, argv_values=("64", "96"))
+    bad = [r for r in results if not r["ok"]]
+    assert not bad, "\n\n".join(f"seed {r['seed']} ({r['stage']}):\n{r['detail']}" for r in bad)
