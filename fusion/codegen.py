@@ -1,12 +1,14 @@
-"""Code generation: the optimized program as CUDA source.
+"""Code generation: the optimized program as CUDA source, printed from the fused-kernel IR.
 
 Each kernel that takes part in a fusion becomes a ``__device__`` fragment
 whose body is the original body verbatim; the fragment declares local
 ``blockIdx``/``threadIdx``/``blockDim``/``gridDim`` that shadow the builtins,
 so a fragment placed in other blocks or threads of a fused kernel sees its
-own indices. A fused kernel calls its fragments: one lane runs them in order
-in the same thread (vertical), several lanes dispatch on the block index
-(horizontal). Every other byte of the program is preserved, except the
+own indices. A fused kernel (``kernel_ir.KernelIR``, as the passes left it)
+calls its fragments: one lane runs them in order in the same thread
+(vertical), several lanes dispatch on the block index (horizontal); the
+barriers are the IR's, and every thread of a block reaches each of them, also
+in a lane narrower than the block. Every other byte of the program is preserved, except the
 launch statements of rewritten regions: each launch's arguments and
 configuration are evaluated where the launch stood (into temporaries), and
 the region's launches are issued at the place of its last launch in the
@@ -19,29 +21,12 @@ import dataclasses
 from dataclasses import dataclass
 
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
-from sirius.fusion.promises import PromisePlan, fused_param_name, strip_restrict
-from sirius.fusion.schedule import STATIC_SHARED_LIMIT, FusionGroup, Lane, Schedule, static_shared_bytes
+from sirius.fusion import kernel_ir as ir
+from sirius.fusion.kernel_ir import KernelIR
+from sirius.fusion.promises import strip_restrict
+from sirius.fusion.schedule import FusionGroup, Schedule
 
 _INDEX_NAMES = ("blockIdx", "threadIdx", "blockDim", "gridDim")
-
-
-@dataclass(frozen=True)
-class FusedKernel:
-    name: str
-    group: FusionGroup
-    grid: str  # launch configuration text
-    block: str
-    shmem: str
-    threads: int | None = None  # threads per block, the kernel's __launch_bounds__
-    static_shared: int = 0  # bytes, from the fragments' kernel models
-    dynamic_shared: int = 0
-    restrict: frozenset[str] = frozenset()  # parameters that keep __restrict__
-    assumptions: tuple[str, ...] = ()  # run-time conditions guarding the fused launches (C)
-
-    @property
-    def shared_opt_in(self) -> bool:
-        """The launch needs cudaFuncSetAttribute(MaxDynamicSharedMemorySize) first."""
-        return self.static_shared + self.dynamic_shared > STATIC_SHARED_LIMIT
 
 
 def _fragment_name(inst: LaunchInstance) -> str:
@@ -78,27 +63,6 @@ def _fragment(inst: LaunchInstance, decl) -> str:
             + ("}" * len(decl.namespaces) + "\n" if decl.namespaces else ""))
 
 
-def _param_decls(insts: list[LaunchInstance], decls, restrict: frozenset[str]) -> tuple[list[str], dict[int, list[str]]]:
-    """The fused kernel's parameters (``__restrict__`` only where ``restrict`` names them) and,
-    per launch, the names of its fragment's arguments."""
-    params, names = [], {}
-    for inst in insts:
-        decl = decls[inst.statement.index]
-        own = []
-        for j, (pname, ptype) in enumerate(decl.params):
-            name = fused_param_name(inst.statement.index, j, pname)
-            params.append(f"{ptype if name in restrict else strip_restrict(ptype)} {name}")
-            own.append(name)
-        names[inst.statement.index] = own
-    return params, names
-
-
-def _resources(group: FusionGroup, insts, threads: int | None) -> dict:
-    kernels = [insts[i].kernel for i in group.launches]
-    dynamic = max(insts[i].statement.shmem.constant_value() for i in group.launches)
-    return {"threads": threads, "static_shared": static_shared_bytes(kernels), "dynamic_shared": dynamic}
-
-
 def _signature(name: str, params: list[str], threads: int | None) -> str:
     """A fused kernel's declarator: bounded to its block size, so that nvcc keeps its
     registers within what a block of that size may have."""
@@ -129,83 +93,87 @@ def reindex_code(sigma_text: str, bid: str, tid: str) -> tuple[list[str], str, l
     return decls, fix(condition), [fix(c) for c in coords]
 
 
-def _lane_body(lane: Lane, insts, decls, names, indices: str, indent: str) -> list[str]:
+def _lane_body(lane: ir.Lane, insts, decls, indices: str, indent: str) -> list[str]:
     out = []
     bid, tid = (x.strip() for x in indices.split(",")[:2])
-    for pos, idx in enumerate(lane.launches):
-        if lane.barrier_before[pos]:
+    for step in lane.body:
+        if isinstance(step, ir.Barrier):
             out.append(f"{indent}__syncthreads();  // block-level dependence on the fragment before")
-        sigma = lane.reindex[pos] if lane.reindex else None
-        if sigma is None:
-            out.append(f"{indent}{_fragment_call(insts[idx], decls[idx])}({', '.join([indices] + names[idx])});")
             continue
-        s = insts[idx].statement
-        (gx, gy, gz), (bx, by, bz) = s.grid.constant(), s.block.constant()
-        anchor, cond, c = reindex_code(sigma, bid, tid)
+        idx, call = step.launch, _fragment_call(insts[step.launch], decls[step.launch])
+        if step.reindex is None:
+            out.append(f"{indent}{call}({', '.join([indices, *step.args])});")
+            continue
+        (gx, gy, gz), (bx, by, bz) = step.grid, step.block
+        anchor, cond, c = reindex_code(step.reindex, bid, tid)
         out.append(f"{indent}{{  // {insts[idx].kernel.name} re-indexed onto this thread")
         out += [f"{indent}  {d}" for d in anchor]
         out.append(f"{indent}  if ({cond}) {{")
         args = [f"make_uint3({c[0]}, {c[1]}, {c[2]})", f"make_uint3({c[3]}, {c[4]}, {c[5]})",
-                f"dim3({bx}, {by}, {bz})", f"dim3({gx}, {gy}, {gz})"] + names[idx]
-        out.append(f"{indent}    {_fragment_call(insts[idx], decls[idx])}({', '.join(args)});")
+                f"dim3({bx}, {by}, {bz})", f"dim3({gx}, {gy}, {gz})", *step.args]
+        out.append(f"{indent}    {call}({', '.join(args)});")
         out.append(f"{indent}  }}")
         out.append(f"{indent}}}")
     return out
 
 
-def _fused_kernel(group: FusionGroup, insts, decls, restrict: frozenset[str]) -> tuple[str, FusedKernel]:
-    members = [insts[i] for i in group.launches]
-    params, names = _param_decls(members, decls, restrict)
-    name = f"sirius_fused_{group.id}"
+def _between_barriers(lane: ir.Lane) -> list:
+    """The lane's body as runs of fragments and the barriers between them."""
+    parts: list = []
+    for step in lane.body:
+        if isinstance(step, ir.Barrier):
+            parts.append(step)
+        elif parts and isinstance(parts[-1], tuple):
+            parts[-1] += (step,)
+        else:
+            parts.append((step,))
+    return parts
+
+
+def _fused_kernel(k: KernelIR, insts, decls) -> str:
+    """The text of a fused kernel: one lane runs in every block with the builtin indices;
+    several dispatch on the block index, each with its own shape."""
     body: list[str] = []
-    first = insts[group.lanes[0].launches[0]]
-    if len(group.lanes) == 1:
-        body += _lane_body(group.lanes[0], insts, decls, names, "blockIdx, threadIdx, blockDim, gridDim", "  ")
-        shm = max(insts[i].statement.shmem.constant_value() for i in group.launches)
-        block = first.statement.block.constant() if first.statement.block else None
-        threads = block[0] * block[1] * block[2] if block else None
-        fk = FusedKernel(name, group, f"sirius_g{first.statement.index}", f"sirius_b{first.statement.index}",
-                         str(shm), restrict=restrict, **_resources(group, insts, threads))
+    if len(k.lanes) == 1:
+        body += _lane_body(k.lanes[0], insts, decls, "blockIdx, threadIdx, blockDim, gridDim", "  ")
     else:
-        sizes = []
-        for lane in group.lanes:
-            s = insts[lane.launches[0]].statement
-            sizes.append((s.grid.constant(), s.block.constant()))
-        widest = max(b[0] * b[1] * b[2] for _, b in sizes)
         body.append("  const unsigned sirius_block = blockIdx.x;")
         body.append("  const unsigned sirius_thread = threadIdx.x;")
-        start = 0
-        for k, (lane, (g, b)) in enumerate(zip(group.lanes, sizes)):
-            nblocks = g[0] * g[1] * g[2]
-            nthreads = b[0] * b[1] * b[2]
-            cond = f"sirius_block < {start + nblocks}u"
-            body.append(f"  {'if' if k == 0 else '} else if'} ({cond}) {{")
+        for n, lane in enumerate(k.lanes):
+            g, b, start = lane.grid, lane.block, lane.first_block
+            body.append(f"  {'if' if n == 0 else '} else if'} (sirius_block < {start + lane.blocks}u) {{")
             body.append(f"    const unsigned sirius_local = sirius_block - {start}u;")
             body.append(f"    const dim3 sirius_gdim({g[0]}, {g[1]}, {g[2]});")
             body.append(f"    const dim3 sirius_bdim({b[0]}, {b[1]}, {b[2]});")
             body.append(f"    const uint3 sirius_bid = make_uint3(sirius_local % {g[0]}u, "
                         f"(sirius_local / {g[0]}u) % {g[1]}u, sirius_local / {g[0] * g[1]}u);")
-            indent = "    "
-            if nthreads < widest:
-                body.append(f"    if (sirius_thread < {nthreads}u) {{  // this fragment's block is smaller")
-                indent = "      "
-            body.append(f"{indent}const uint3 sirius_tid = make_uint3(sirius_thread % {b[0]}u, "
-                        f"(sirius_thread / {b[0]}u) % {b[1]}u, sirius_thread / {b[0] * b[1]}u);")
-            body += _lane_body(lane, insts, decls, names, "sirius_bid, sirius_tid, sirius_bdim, sirius_gdim", indent)
-            if nthreads < widest:
+            tid = (f"const uint3 sirius_tid = make_uint3(sirius_thread % {b[0]}u, "
+                   f"(sirius_thread / {b[0]}u) % {b[1]}u, sirius_thread / {b[0] * b[1]}u);")
+            indices = "sirius_bid, sirius_tid, sirius_bdim, sirius_gdim"
+            if lane.threads == k.threads:
+                body.append(f"    {tid}")
+                body += _lane_body(lane, insts, decls, indices, "    ")
+            elif not any(isinstance(step, ir.Barrier) for step in lane.body):
+                body.append(f"    if (sirius_thread < {lane.threads}u) {{  // this fragment's block is smaller")
+                body.append(f"      {tid}")
+                body += _lane_body(lane, insts, decls, indices, "      ")
                 body.append("    }")
-            start += nblocks
+            else:  # every thread of the block reaches each barrier; only the lane's threads run fragments
+                body.append(f"    {tid}")
+                for part in _between_barriers(lane):
+                    if isinstance(part, ir.Barrier):
+                        body += _lane_body(dataclasses.replace(lane, body=(part,)), insts, decls, indices, "    ")
+                        continue
+                    body.append(f"    if (sirius_thread < {lane.threads}u) {{  // this fragment's block is smaller")
+                    body += _lane_body(dataclasses.replace(lane, body=part), insts, decls, indices, "      ")
+                    body.append("    }")
         body.append("  }")
-        shm = max(insts[i].statement.shmem.constant_value() for i in group.launches)
-        fk = FusedKernel(name, group, f"dim3({start})", f"dim3({widest})", str(shm), restrict=restrict,
-                         **_resources(group, insts, widest))
-    members_text = ", ".join(insts[i].kernel.name for i in group.launches)
-    text = (f"// {group.arrangement} fusion of {members_text}\n"
-            f"{_signature(name, params, fk.threads)} {{\n" + "\n".join(body) + "\n}\n")
-    return text, fk
+    members = ", ".join(insts[f.launch].kernel.name for lane in k.lanes for f in lane.fragments)
+    return (f"// {k.group.arrangement} fusion of {members}\n"
+            f"{_signature(k.name, [p.declared for p in k.params], k.threads)} {{\n" + "\n".join(body) + "\n}\n")
 
 
-def _shared_opt_in(fk: FusedKernel) -> str:
+def _shared_opt_in(fk: KernelIR) -> str:
     """Once per program run: allow the fused kernel's launch more than 48 KB of shared memory."""
     return (f"static const cudaError_t sirius_opt_in_{fk.group.id} = cudaFuncSetAttribute({fk.name}, "
             f"cudaFuncAttributeMaxDynamicSharedMemorySize, {fk.dynamic_shared}); (void)sirius_opt_in_{fk.group.id}; ")
@@ -314,24 +282,22 @@ def _wave_guard(group: FusionGroup, wave, insts, source: bytes) -> tuple[str, li
     return guard, described
 
 
-def _issue(group: FusionGroup, insts, fused: dict[int, FusedKernel]) -> str:
+def _issue(group: FusionGroup, insts, fused: dict[int, KernelIR]) -> str:
     if len(group.launches) == 1:
         return _original_launch(insts[group.launches[0]])
-    fk = fused[group.id]
+    k = fused[group.id]
     args = ", ".join(f"sirius_a{i}_{j}" for i in group.launches for j in range(len(insts[i].site.args)))
-    opt_in = _shared_opt_in(fk) if fk.shared_opt_in else ""
-    return f"{opt_in}{fk.name}<<<{fk.grid}, {fk.block}, {fk.shmem}>>>({args})"
+    opt_in = _shared_opt_in(k) if k.shared_opt_in else ""
+    return f"{opt_in}{k.name}<<<{k.grid_text}, {k.block_text}, {k.dynamic_shared}>>>({args})"
 
 
-def _wave_kernel(group: FusionGroup, wave, insts, decls, fk: FusedKernel, source: bytes) -> tuple[str, str]:
+def _wave_kernel(k: KernelIR, insts, decls, source: bytes) -> tuple[str, str]:
     """The kernel running one anti-diagonal of a loop nest, and the host code replacing the
     nest: the wave loop where the nest's values are those the wavefront assumes, else the
     nest as written."""
-    lane = group.lanes[0]
-    first = insts[lane.launches[0]].statement
-    (gx, gy, gz), (bx, by, bz) = first.grid.constant(), first.block.constant()
-    per_cell = gx * gy * gz
-    name = f"sirius_wave_{group.id}"
+    wave, lane = k.wave, k.lanes[0]
+    (gx, gy, gz), (bx, by, bz) = lane.grid, lane.block
+    per_cell = lane.blocks
     params = ["const int sirius_w", "const int sirius_lo"] + [f"char* sirius_base_{a}" for a in wave.allocations]
     body = [f"  const int {wave.inner} = sirius_lo + (int)(blockIdx.x / {per_cell}u);",
             f"  const int {wave.outer} = sirius_w - {wave.inner};",
@@ -341,83 +307,69 @@ def _wave_kernel(group: FusionGroup, wave, insts, decls, fk: FusedKernel, source
             f"  const uint3 sirius_bid = make_uint3(sirius_local % {gx}u, (sirius_local / {gx}u) % {gy}u, "
             f"sirius_local / {gx * gy}u);",
             "  const uint3 sirius_tid = threadIdx;"]
-    names: dict[int, list[str]] = {}
-    for idx in lane.launches:
-        decl = decls[idx]
-        own = []
-        for j, ((pname, ptype), (_, arg)) in enumerate(zip(decl.params, insts[idx].bindings)):
-            local = f"s{idx}_{pname or j}"
-            ptype = strip_restrict(ptype)  # the cells of one wave may share storage: no promises
+    for frag in lane.fragments:
+        for p, (_, arg) in zip(k.params_of(frag.launch), insts[frag.launch].bindings):
+            ptype = strip_restrict(p.ctype)  # the cells of one wave may share storage: no promises
             if arg.kind == "buffer":
                 value = f"({ptype})(sirius_base_{arg.buffer} + ({arg.offset.to_c()}))"
             else:
                 value = arg.value.to_c() if arg.value is not None else arg.text
-            body.append(f"  {ptype} {local} = {value};")
-            own.append(local)
-        names[idx] = own
-    body += _lane_body(lane, insts, decls, names, "sirius_bid, sirius_tid, sirius_bdim, sirius_gdim", "  ")
-    members = ", ".join(insts[i].kernel.name for i in lane.launches)
+            body.append(f"  {ptype} {p.name} = {value};")
+    body += _lane_body(lane, insts, decls, "sirius_bid, sirius_tid, sirius_bdim, sirius_gdim", "  ")
+    members = ", ".join(insts[f.launch].kernel.name for f in lane.fragments)
     kernel = (f"// wavefront of {members}: block range k of the launch is cell ({wave.outer}, {wave.inner}) "
               f"with {wave.outer} + {wave.inner} = sirius_w\n"
-              f"{_signature(name, params, bx * by * bz)} {{\n" + "\n".join(body) + "\n}\n")
-    shm = max(insts[i].statement.shmem.constant_value() for i in lane.launches)
+              f"{_signature(k.name, params, k.threads)} {{\n" + "\n".join(body) + "\n}\n")
     bases = ", ".join(["sirius_w", "sirius_lo"] + [f"(char*){a}" for a in wave.allocations])
-    guard, _ = _wave_guard(group, wave, insts, source)
+    guard, _ = _wave_guard(k.group, wave, insts, source)
     loop = wave.outer_loop.range
     original = source[loop.start_offset:loop.end_offset].decode()
-    host = (f"{{ /* sirius: wavefront over ({wave.outer}, {wave.inner}): the {len(lane.launches)} launches of each "
+    host = (f"{{ /* sirius: wavefront over ({wave.outer}, {wave.inner}): the {len(lane.fragments)} launches of each "
             f"iteration are one fused launch, and all iterations on one anti-diagonal share it */\n  {guard}"
             "  if (sirius_cells_ok) {\n"
-            + (f"  {{ {_shared_opt_in(fk)}}}\n" if fk.shared_opt_in else "") +
+            + (f"  {{ {_shared_opt_in(k)}}}\n" if k.shared_opt_in else "") +
             f"  {wave.wave_for} {{\n"
             f"    const int sirius_lo = {wave.lo};\n"
             f"    const int sirius_hi = {wave.hi};\n"
-            f"    {name}<<<dim3((unsigned)(sirius_hi - sirius_lo + 1) * {per_cell}u), dim3({bx}, {by}, {bz}), {shm}>>>"
-            f"({bases});\n  }}\n"
+            f"    {k.name}<<<dim3((unsigned)(sirius_hi - sirius_lo + 1) * {per_cell}u), dim3({bx}, {by}, {bz}), "
+            f"{k.dynamic_shared}>>>({bases});\n  }}\n"
             "  } else { /* sirius: not the values optimized for: the loop nest as written */\n"
             f"  {original}\n  }}\n}}")
     return kernel, host
 
 
-def generate(model: ProgramModel, schedule: Schedule, source: str,
-             promises: PromisePlan | None = None) -> tuple[str, list[FusedKernel]]:
-    """The optimized program's source (see the module docstring). A fused kernel keeps the
-    ``__restrict__`` qualifiers ``promises`` lists for its group, and no others."""
-    promises = promises or PromisePlan()
+def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
+             source: str) -> tuple[str, list[KernelIR]]:
+    """The optimized program's source (see the module docstring), printing the fused
+    kernels ``kernels`` (one per group of more than one launch); and the kernels with the
+    run-time conditions that guard their launches."""
     insts = {i.statement.index: i for i in model.launches}
-    decls = {}
-    for idx, inst in insts.items():
-        decls[idx] = model.kernel_decls.get(inst.kernel.mangled)
-    multi = [g for g in schedule.groups if len(g.launches) > 1]
-    if not multi:
+    decls = {idx: model.kernel_decls.get(inst.kernel.mangled) for idx, inst in insts.items()}
+    if not kernels:
         return source, []
     kernels_text: list[str] = []
     done: set[str] = set()
-    for g in multi:
-        for i in g.launches:
+    for k in kernels:
+        for i in k.group.launches:
             name = _fragment_name(insts[i])
             if name not in done:
                 done.add(name)
                 kernels_text.append(_fragment(insts[i], decls[i]))
-    fused: dict[int, FusedKernel] = {}
+    fused: dict[int, KernelIR] = {}
     edits: list[tuple[int, int, str]] = []
-    waves = schedule.wavefronts
-    for g in multi:
-        if g.id in waves:
-            first = insts[g.launches[0]].statement.block.constant()
-            _, described = _wave_guard(g, waves[g.id], insts, source.encode())
-            fused[g.id] = FusedKernel(f"sirius_wave_{g.id}", g, "", "", "", assumptions=tuple(described),
-                                      **_resources(g, insts, first[0] * first[1] * first[2]))
-            text, host = _wave_kernel(g, waves[g.id], insts, decls, fused[g.id], source.encode())
+    for k in kernels:
+        if k.wave is not None:
+            _, described = _wave_guard(k.group, k.wave, insts, source.encode())
+            fused[k.group.id] = k = dataclasses.replace(k, assumptions=tuple(described))
+            text, host = _wave_kernel(k, insts, decls, source.encode())
             kernels_text.append(text)
-            loop = waves[g.id].outer_loop.range
+            loop = k.wave.outer_loop.range
             edits.append((loop.start_offset, loop.end_offset, host))
             continue
-        text, fk = _fused_kernel(g, insts, decls, promises.restrict.get(g.id, frozenset()))
-        kernels_text.append(text)
-        fused[g.id] = fk
+        kernels_text.append(_fused_kernel(k, insts, decls))
+        fused[k.group.id] = k
 
-    rewritten_regions = {g.region for g in multi if g.id not in waves}
+    rewritten_regions = {k.group.region for k in kernels if k.wave is None}
     for region in schedule.regions:
         if region.id not in rewritten_regions:
             continue
@@ -438,18 +390,16 @@ def generate(model: ProgramModel, schedule: Schedule, source: str,
             edits.append((inst.site.range.start_offset, inst.site.range.end_offset, text))
 
     data = source.encode()
-    used = [insts[i] for g in multi for i in g.launches]
+    used = [insts[i] for k in kernels for i in k.group.launches]
     insert_at = max(model.source.visible_from(decls[i.statement.index]) for i in used)
     entry = model.source.function_ranges.get(model.host.entry) or next(
         (r for name, r in model.source.function_ranges.items()
          if model.host.entry.startswith("_Z") and f"{len(name)}{name}" in model.host.entry), None)
     prototypes = ""
     if entry is not None and insert_at > entry.start_offset:
-        prototypes = "".join(
-            _signature(fk.name, _param_decls([insts[i] for i in fk.group.launches], decls, fk.restrict)[0],
-                       fk.threads) + ";\n"
-            for fk in fused.values() if fk.group.id not in waves)
-        if any(g.id in waves for g in multi):
+        prototypes = "".join(_signature(k.name, [p.declared for p in k.params], k.threads) + ";\n"
+                             for k in fused.values() if k.wave is None)
+        if any(k.wave is not None for k in kernels):
             prototypes = ""  # wave kernels need the helper macros too: keep everything above the entry
             insert_at = entry.start_offset
     helpers = ("#ifndef sirius_floord\n#define sirius_floord(n, d) (((n) < 0) ? -((-(n) + (d) - 1) / (d)) : (n) / (d))\n"

@@ -14,7 +14,7 @@ reads. nvcc believes the promise and moves loads above the stores they depend
 on; the result changes on the GPU only (the CPU backend's compiler does not
 exploit it the same way).
 
-``plan_promises`` decides, from the alias facts of the launches (allocation
+``keep_promises`` decides, from the alias facts of the launches (allocation
 and bytes each pointer reads and writes), which ``__restrict__`` qualifiers
 each fused kernel keeps (fragments never keep their own: the fused kernel's
 parameters carry every promise that holds), and which groups must be left
@@ -26,7 +26,7 @@ rule, ``broken_promises``, checks the emitted program (``fusion.check``).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
 
@@ -80,12 +80,6 @@ class BrokenPromise:
                     f"bytes of {where} and one of them writes")
         return (f"{self.kernel}: {self.pointer} reads {where} through the read-only data cache (__ldg"
                 + (f", line {self.line}" if self.line else "") + f") while {self.other} writes those bytes")
-
-
-@dataclass
-class PromisePlan:
-    restrict: dict[int, frozenset[str]] = field(default_factory=dict)  # group -> parameters keeping __restrict__
-    dropped: dict[int, tuple[BrokenPromise, ...]] = field(default_factory=dict)  # group -> qualifiers taken back
 
 
 def fused_param_name(launch: int, position: int, name: str) -> str:
@@ -219,39 +213,29 @@ def group_uses(model: ProgramModel, group: FusionGroup) -> list[PointerUse]:
     return uses
 
 
-def declared_restrict(model: ProgramModel, group: FusionGroup) -> set[str]:
-    """The fused kernel's parameters whose fragment declared them ``__restrict__``."""
-    insts = {i.statement.index: i for i in model.launches}
-    out = set()
-    for idx in group.launches:
-        decl = model.kernel_decls.get(insts[idx].kernel.mangled)
-        for j, (name, ptype) in enumerate(decl.params if decl else ()):
-            if RESTRICT.search(ptype):
-                out.add(fused_param_name(idx, j, name))
-    return out
+def keep_promises(kernels: list, model: ProgramModel, schedule: Schedule) -> tuple[list, dict]:
+    """The fused kernels (``kernel_ir.KernelIR``) with the ``__restrict__`` qualifiers each
+    keeps (those its fragments declared and the alias facts prove, none in a wave kernel),
+    and per group the qualifiers taken back. A group where a fragment's read-only-cache load
+    would read what another fragment writes is split back into single launches, with the
+    reason, and its kernel dropped (see the module docstring)."""
+    import dataclasses
 
-
-def plan_promises(model: ProgramModel, schedule: Schedule) -> PromisePlan:
-    """For each fused group, the ``__restrict__`` qualifiers its kernel keeps (those the alias
-    facts prove); groups where a fragment's read-only-cache load would read what another
-    fragment writes are split back into single launches, with the reason (see the module
-    docstring)."""
-    plan = PromisePlan()
-    for group in [g for g in schedule.groups if len(g.launches) > 1]:
-        uses = group_uses(model, group)
-        wave = group.id in schedule.wavefronts
-        restrict = set() if wave else declared_restrict(model, group)
-        broken = broken_promises(f"sirius_{'wave' if wave else 'fused'}_{group.id}", uses, restrict,
-                                 across_cells=wave)
+    out, dropped = [], {}
+    for k in kernels:
+        wave = k.wave is not None
+        restrict = set() if wave else {p.name for p in k.params if RESTRICT.search(p.ctype)}
+        broken = broken_promises(k.name, group_uses(model, k.group), restrict, across_cells=wave)
         cached = [b for b in broken if b.promise == "read-only cache"]
         if cached:
-            split_group(schedule, group, cached[0].describe().split(": ", 1)[1])
+            split_group(schedule, k.group, cached[0].describe().split(": ", 1)[1])
             continue
-        dropped = {b.pointer for b in broken}
-        plan.restrict[group.id] = frozenset(restrict - dropped)
+        kept = restrict - {b.pointer for b in broken}
+        out.append(dataclasses.replace(k, params=tuple(dataclasses.replace(p, restrict=p.name in kept)
+                                                       for p in k.params)))
         if broken:
-            plan.dropped[group.id] = tuple(broken)
-    return plan
+            dropped[k.group.id] = tuple(broken)
+    return out, dropped
 
 
 def split_group(schedule: Schedule, group: FusionGroup, reason: str) -> None:
@@ -259,7 +243,7 @@ def split_group(schedule: Schedule, group: FusionGroup, reason: str) -> None:
     group's members ran in program order among themselves, so this order is legal)."""
     at = schedule.groups.index(group)
     next_id = max(g.id for g in schedule.groups) + 1
-    singles = [FusionGroup(next_id + k, group.region, (Lane((i,), (False,)),), group.step)
+    singles = [FusionGroup(next_id + k, group.region, (Lane((i,)),), group.step)
                for k, i in enumerate(sorted(group.launches))]
     schedule.groups[at:at + 1] = singles
     schedule.wavefronts.pop(group.id, None)

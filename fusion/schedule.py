@@ -8,8 +8,8 @@ direction, because dependences carried by host loops are untouched.
 
 1. *Vertical* (local fusion, P1): launches with the same grid and block
    joined by thread- or block-level dependences, or independent, run one
-   after another in the same thread; a ``__syncthreads()`` separates two
-   fragments when a block-level dependence links them.
+   after another in the same thread (``fusion.barriers`` then places the
+   ``__syncthreads()`` a block-level dependence between two of them needs).
 2. *Global schedule* (P2): isl's scheduler places the groups left after
    local fusion in time steps, with their dependences as validity and
    proximity constraints (``fusion.global_schedule``); groups run in the order
@@ -46,16 +46,19 @@ STATIC_SHARED_LIMIT = 48 * 1024
 
 @dataclass(frozen=True)
 class Lane:
-    """Fragments one block runs in order; ``barrier_before[i]`` separates fragment i from i-1.
+    """Fragments one block runs in order (barriers between them are placed later, by
+    ``fusion.barriers``).
 
     ``reindex[i]``, when set, is an isl map from the lane's first launch's
     (block, thread) coordinates to the instance of fragment i that such a
-    thread runs (a mapping kernel re-indexed onto the first launch's shape).
+    thread runs (a mapping kernel re-indexed onto the first launch's shape);
+    ``reindex_barrier[i]`` says a dependence of that fragment on an earlier one
+    stays within a block, not within a thread, after re-indexing.
     """
 
     launches: tuple[int, ...]  # statement indices
-    barrier_before: tuple[bool, ...]
     reindex: tuple[str | None, ...] = ()
+    reindex_barrier: tuple[bool, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -78,10 +81,6 @@ class FusionGroup:
         if all(len(lane.launches) == 1 for lane in self.lanes):
             return "horizontal"
         return "hybrid"
-
-    @property
-    def barriers(self) -> int:
-        return sum(sum(lane.barrier_before) for lane in self.lanes)
 
 
 @dataclass(frozen=True)
@@ -597,28 +596,6 @@ class _RegionScheduler:
         order = sorted(range(len(self.groups)), key=lambda n: (steps[n], min(self.groups[n].members)))
         return [(steps[i], self.groups[i]) for i in order]
 
-    def barrier_flags(self, lane: list[int], group: "_Group | None" = None) -> tuple[bool, ...]:
-        """Where a lane needs ``__syncthreads()``: before a fragment with a block-level
-        dependence on an earlier one, and before a fragment that uses a static
-        ``__shared__`` array an earlier fragment used since the last barrier (one array
-        per block, whether the same kernel runs twice or two kernels call one helper
-        that declares it: the second use would overwrite what slower threads of the
-        first still read), and likewise for dynamic shared memory, which all
-        fragments share."""
-        flags = []
-        since_barrier: set[str] = set()
-        for pos, idx in enumerate(lane):
-            earlier = set(lane[:pos])
-            arrays = {"extern" if s.dynamic else s.symbol for s in self.inst[idx].kernel.shared}
-            needs = any(d.dst == idx and d.src in earlier and d.width == "block" for d in self.deps)
-            needs = needs or (group is not None and idx in group.barrier_for)
-            needs = needs or bool(arrays & since_barrier)
-            if needs:
-                since_barrier.clear()
-            since_barrier |= arrays
-            flags.append(needs)
-        return tuple(flags)
-
 
 def build_schedule(model: ProgramModel, uar: UAR, source: str, arrangement: str = "auto") -> Schedule:
     """Group the launches of ``model`` (see the module docstring)."""
@@ -633,8 +610,8 @@ def build_schedule(model: ProgramModel, uar: UAR, source: str, arrangement: str 
         if arrangement in ("auto", "horizontal"):
             rs.merge_horizontal()
         for step, grp in rs.ordered_groups():
-            lanes = tuple(Lane(tuple(lane), rs.barrier_flags(lane, grp),
-                               tuple(str(grp.reindex[i]) if i in grp.reindex else None for i in lane))
+            lanes = tuple(Lane(tuple(lane), tuple(str(grp.reindex[i]) if i in grp.reindex else None for i in lane),
+                               tuple(i in grp.barrier_for for i in lane))
                           for lane in grp.lanes)
             schedule.groups.append(FusionGroup(len(schedule.groups), region.id, lanes, step))
         kept = [note for note in rs.notes.values()

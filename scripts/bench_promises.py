@@ -23,6 +23,7 @@ Usage: scripts/bench_promises.py [PROGRAM.cu ...] [--json OUT]
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -38,7 +39,7 @@ from pathlib import Path
 from sirius.analysis.frontend import CompileJob
 from sirius.config import CompileFlags, resolve_toolchain
 from sirius.fusion.codegen import generate
-from sirius.fusion.promises import PromisePlan, declared_restrict
+from sirius.fusion.promises import RESTRICT
 from sirius.pipeline import OptimizeState, run_pipeline
 
 REPO = Path(__file__).resolve().parent.parent
@@ -58,10 +59,13 @@ def _tool(name: str) -> str:
                      "nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
 
 
-def _variants(state: OptimizeState) -> dict[str, PromisePlan]:
-    groups = [g for g in state.schedule.groups if len(g.launches) > 1]
-    every = PromisePlan({g.id: frozenset(declared_restrict(state.model, g)) for g in groups})
-    return {"every": every, "proven": state.promises, "none": PromisePlan({g.id: frozenset() for g in groups})}
+def _variants(state: OptimizeState) -> dict[str, list]:
+    """The fused kernels keeping every declared __restrict__, those proven, and none."""
+    def keeping(rule):
+        return [dataclasses.replace(k, params=tuple(dataclasses.replace(p, restrict=rule(p)) for p in k.params))
+                for k in state.kernels]
+    return {"every": keeping(lambda p: bool(RESTRICT.search(p.ctype))), "proven": state.kernels,
+            "none": keeping(lambda p: False)}
 
 
 def _figures(source: str, name: str) -> dict:
@@ -107,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     for program in args.programs:
         state = run_pipeline(OptimizeState(CompileJob(program, CompileFlags(), resolve_toolchain())))
         for variant, plan in _variants(state).items():
-            text, _ = generate(state.model, state.schedule, state.source, plan)
+            text, _ = generate(state.model, state.schedule, plan, state.source)
             fig = _figures(text, program.name)
             kept = sum(len(v) for v in plan.restrict.values())
             rows.append({"program": str(program.relative_to(REPO)) if program.is_relative_to(REPO) else str(program),

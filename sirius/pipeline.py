@@ -14,10 +14,12 @@ from typing import Any, Callable
 from sirius.analysis.frontend import CompileJob
 from sirius.analysis.program_model import ProgramModel, analyze_program, launch_count
 from sirius.analysis.uar import UAR, build_uar
-from sirius.fusion.codegen import FusedKernel, generate
 from sirius.errors import SiriusError
+from sirius.fusion.barriers import place_barriers
 from sirius.fusion.check import CheckResult, check_program
-from sirius.fusion.promises import PromisePlan, plan_promises, split_group
+from sirius.fusion.codegen import generate
+from sirius.fusion.kernel_ir import KernelIR, lower
+from sirius.fusion.promises import BrokenPromise, keep_promises, split_group
 from sirius.fusion.schedule import Schedule, build_schedule
 from sirius.fusion.wavefront import Wavefront, plan_wavefront
 
@@ -31,9 +33,10 @@ class OptimizeState:
     model: ProgramModel | None = None
     uar: UAR | None = None
     schedule: Schedule | None = None
-    promises: PromisePlan = field(default_factory=PromisePlan)
+    kernels: list[KernelIR] = field(default_factory=list)  # the fused kernels, as the passes leave them
+    promises_dropped: dict[int, tuple[BrokenPromise, ...]] = field(default_factory=dict)  # group -> restrict taken back
     output: str = ""
-    fused: list[FusedKernel] = field(default_factory=list)
+    fused: list[KernelIR] = field(default_factory=list)  # the kernels as printed, with their run-time guards
     check: CheckResult | None = None
     check_findings: list = field(default_factory=list)  # violations found (and undone) on earlier attempts
 
@@ -70,12 +73,26 @@ def _wavefront(st: OptimizeState) -> None:
             st.schedule.refusals.append(plan)
 
 
+def _lower(st: OptimizeState) -> None:
+    st.kernels = lower(st.model, st.schedule)
+
+
+def _barriers(st: OptimizeState) -> None:
+    st.kernels = place_barriers(st.kernels, st.uar)
+
+
 def _promises(st: OptimizeState) -> None:
-    st.promises = plan_promises(st.model, st.schedule)
+    st.kernels, st.promises_dropped = keep_promises(st.kernels, st.model, st.schedule)
 
 
 def _codegen(st: OptimizeState) -> None:
-    st.output, st.fused = generate(st.model, st.schedule, st.source, st.promises)
+    st.output, st.fused = generate(st.model, st.schedule, st.kernels, st.source)
+
+
+def _fuse(st: OptimizeState) -> None:
+    """The stages from the schedule to the text again (after the schedule changed)."""
+    for stage in (_lower, _barriers, _promises, _codegen):
+        stage(st)
 
 
 def _check(st: OptimizeState) -> None:
@@ -97,8 +114,7 @@ def _check(st: OptimizeState) -> None:
             groups = [g for g in st.schedule.groups if len(g.launches) > 1 and group_id in (g.id, -1)]
             for group in groups:
                 split_group(st.schedule, group, f"internal error caught by the promise check: {v.message}")
-        _promises(st)
-        _codegen(st)
+        _fuse(st)
     raise SiriusError("internal error: the promise check still finds violations after leaving "
                       f"{len(st.check_findings)} fused kernels unfused")
 
@@ -109,9 +125,11 @@ PIPELINE: tuple[Stage, ...] = (
     Stage("schedule", _schedule, "group launches: vertical (P1), isl time steps (P2), horizontal within a step "
                                  "(P3), never across a global dependence"),
     Stage("wavefront", _wavefront, "skew a fused loop nest so each anti-diagonal is one launch (isl AST)"),
+    Stage("lower", _lower, "one fused kernel per group: parameters, lanes, fragments, shared arrays (kernel IR)"),
+    Stage("barriers", _barriers, "the __syncthreads() each lane needs, with what it orders"),
     Stage("promises", _promises, "keep only the __restrict__ promises the alias facts prove; split groups "
                                  "whose read-only-cache loads another fragment would write"),
-    Stage("codegen", _codegen, "fragments, fused kernels, rewritten launch regions"),
+    Stage("codegen", _codegen, "print fragments and fused kernels, rewrite the launch regions"),
     Stage("check", _check, "analyse the emitted program: every promise of a fused kernel holds, every launch "
                            "fits the GPU (ptxas figures); a violation leaves its group unfused"),
 )
@@ -135,8 +153,7 @@ def rearrange(state: OptimizeState, arrangement: str) -> OptimizeState:
     other = OptimizeState(state.job, state.entry, arrangement, state.source, state.model, state.uar)
     _schedule(other)
     _wavefront(other)
-    _promises(other)
-    _codegen(other)
+    _fuse(other)
     _check(other)
     return other
 
@@ -196,7 +213,7 @@ def report(state: OptimizeState) -> dict[str, Any]:
         "groups": [{
             "id": g.id, "kernel": next((fk.name for fk in state.fused if fk.group.id == g.id), None),
             "arrangement": g.arrangement + (" + wavefront" if g.id in sched.wavefronts else ""),
-            "barriers_inserted": g.barriers,
+            "barriers_inserted": next((k.barriers for k in state.fused if k.group.id == g.id), 0),
             "region": g.region, "step": g.step,
             "lanes": [[{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].statement.line}
                        for i in lane.launches] for lane in g.lanes],
@@ -221,7 +238,7 @@ def _kernel_facts(state: OptimizeState, group: int) -> dict[str, Any]:
     if fk is None:
         return {}
     insts = {i.statement.index: i for i in state.model.launches}
-    dropped = {b.pointer: b for b in state.promises.dropped.get(group, ()) if b.promise == "restrict"}
+    dropped = {b.pointer: b for b in state.promises_dropped.get(group, ()) if b.promise == "restrict"}
     return {"pointer_params": sum(p.is_pointer for i in fk.group.launches for p in insts[i].kernel.params),
             "restrict_kept": sorted(fk.restrict),
             "restrict_dropped": [{"parameter": b.pointer, "also_reached_by": b.other, "buffer": b.buffer,

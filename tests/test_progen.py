@@ -69,10 +69,10 @@ def test_block_size_from_argv_changes_only_the_default_block_launches():
             assert "threads - 1" not in argv.source
             continue
         block = block.pop()
-        header = f"  const int threads = argc > 1 ? atoi(argv[1]) : {block};\n"
+        header = f"#include <cstdlib>\n\nstatic int threads = {block};\n"
         assert header in argv.source and "<<<(n + threads - 1) / threads, threads>>>" in argv.source
         # with the default value written in, the program is the one without arguments
-        back = (argv.source.replace("#include <cstdlib>\n", "").replace(header, "")
+        back = (argv.source.replace(header, "").replace("  if (argc > 1) threads = atoi(argv[1]);\n", "")
                 .replace("int main(int argc, char** argv)", "int main()")
                 .replace("<<<(n + threads - 1) / threads, threads>>>", f"<<<{4096 // block}, {block}>>>"))
         assert back == plain.source

@@ -18,6 +18,7 @@ from sirius.commands.common import add_compile_flags, compile_flags_from_args, i
 from sirius.config import resolve_toolchain
 from sirius.errors import InputError
 from sirius.fusion.includes import relocate_includes
+from sirius.fusion.kernel_ir import format_kernel
 from sirius.fusion.schedule import ARRANGEMENTS
 from sirius.pipeline import OptimizeState, rearrange, report, run_pipeline, stage_names
 
@@ -46,6 +47,8 @@ def _dump(name: str, st: OptimizeState) -> None:
         for g in st.schedule.groups:
             print(f"group {g.id} (region {g.region}, step {g.step}, {g.arrangement}): " + " | ".join(
                 " -> ".join(f"S{i}" for i in lane.launches) for lane in g.lanes))
+    elif name in ("lower", "barriers", "promises"):
+        print("".join(format_kernel(k) for k in st.kernels), end="")
     elif name == "codegen":
         print(st.output)
     else:

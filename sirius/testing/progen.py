@@ -2102,9 +2102,10 @@ def _assemble(gen: _Gen, outputs: list[str]) -> tuple[str, tuple[str, ...]]:
     for code in dict.fromkeys(gen.host_helpers):
         lines.append(code)
     if gen.ctx.argv_block:
-        lines.insert(2, "#include <cstdlib>")
+        # a file-scope variable: host helpers launch element-wise kernels too
+        lines[2:2] = ["#include <cstdlib>", "", f"static int threads = {gen.ctx.block};"]
         main = ["int main(int argc, char** argv) {", f"  const int n = {n};",
-                f"  const int threads = argc > 1 ? atoi(argv[1]) : {gen.ctx.block};"]
+                "  if (argc > 1) threads = atoi(argv[1]);"]
     else:
         main = ["int main() {", f"  const int n = {n};"]
     if gen.side and any(s.tmpl.scalars() == ("side",) for s in gen.stmts):

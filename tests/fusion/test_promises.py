@@ -5,6 +5,8 @@ planted violation is caught by the check and undone, and `sirius verify` fails o
 
 from __future__ import annotations
 
+import dataclasses
+
 import functools
 import re
 import shutil
@@ -16,7 +18,7 @@ import pytest
 
 from sirius.analysis.frontend import CompileJob
 from sirius.config import CompileFlags, resolve_toolchain
-from sirius.fusion.promises import PointerUse, PromisePlan, Touch, broken_promises, declared_restrict
+from sirius.fusion.promises import RESTRICT, PointerUse, Touch, broken_promises
 from sirius.pipeline import OptimizeState, report, run_pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,13 +136,11 @@ def test_a_planted_violation_is_caught_and_its_group_left_unfused(monkeypatch):
     the GPU): the check of the emitted program finds it, and the group is left unfused."""
     import sirius.pipeline as pipeline
 
-    def keep_every_qualifier(model, schedule):
-        plan = PromisePlan()
-        for g in schedule.groups:
-            plan.restrict[g.id] = frozenset(declared_restrict(model, g))
-        return plan
+    def keep_every_qualifier(kernels, model, schedule):
+        return [dataclasses.replace(k, params=tuple(dataclasses.replace(p, restrict=bool(RESTRICT.search(p.ctype)))
+                                                    for p in k.params)) for k in kernels], {}
 
-    monkeypatch.setattr(pipeline, "plan_promises", keep_every_qualifier)
+    monkeypatch.setattr(pipeline, "keep_promises", keep_every_qualifier)
     state = run_pipeline(OptimizeState(CompileJob(REUSE, CompileFlags(defines=("ROWS=8",)), resolve_toolchain())))
     assert state.check_findings and {v.what for v in state.check_findings} == {"restrict"}
     assert any(v.kernel == "sirius_fused_0" and "is __restrict__ but" in v.message for v in state.check_findings)
@@ -203,7 +203,7 @@ def test_full_size_tvm_models_keep_no_false_promise(model, launches_after):
     assert report(state)["launches_after"] == launches_after
     assert state.check is not None and state.check.kernels_checked > 0
     assert state.check.violations == [] and state.check_findings == []
-    assert any(p.promise == "restrict" for dropped in state.promises.dropped.values() for p in dropped)
+    assert any(p.promise == "restrict" for dropped in state.promises_dropped.values() for p in dropped)
 
 
 def test_an_emitted_program_that_does_not_compile_is_never_written(monkeypatch):

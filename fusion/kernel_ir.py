@@ -1,0 +1,240 @@
+"""The fused-kernel IR: what a fused kernel is, between the schedule and the text.
+
+``lower`` builds one ``KernelIR`` per fused group of the schedule: its
+parameters (each bound to one parameter of one fragment, with the allocation
+and offset the alias facts give), its lanes (a range of the fused grid's
+blocks running a sequence of fragments, each with its own launch shape and, when
+re-indexed onto the lane's threads, the isl map that does it), the shared
+arrays its fragments use, and for a wavefront the plan of its waves. Lowering
+places no barriers: the passes after it (``fusion.barriers``, the promises) add
+and remove what they prove, and code generation prints the result.
+``format_kernel`` prints the IR itself, for tests and ``--print-after``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sirius.analysis.program_model import LaunchInstance, ProgramModel
+from sirius.fusion.promises import fused_param_name, strip_restrict
+from sirius.fusion.schedule import FusionGroup, Schedule, static_shared_bytes
+
+Dim3 = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class Param:
+    """A parameter of the fused kernel: parameter ``position`` of the fragment of ``launch``."""
+
+    name: str
+    ctype: str  # as the fragment's kernel declares it (its __restrict__ included)
+    launch: int
+    position: int
+    pointer: bool
+    allocation: str | None = None  # the allocation the argument points into (alias facts)
+    offset: str | None = None  # its byte offset there, as C in the host loop iterators
+    restrict: bool = False  # keeps the kernel's __restrict__ (set by the promises pass)
+
+    @property
+    def declared(self) -> str:
+        """The declaration in the fused kernel's parameter list."""
+        return f"{self.ctype if self.restrict else strip_restrict(self.ctype)} {self.name}"
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """One launch's kernel run inside the fused kernel."""
+
+    launch: int
+    kernel: str  # the kernel's readable name
+    grid: Dim3  # the launch's own shape, which the fragment sees as gridDim/blockDim
+    block: Dim3
+    args: tuple[str, ...]  # the fused kernel's parameters it is called with
+    reindex: str | None = None  # isl map: lane anchor's (block, thread) -> this launch's instance
+    reindex_needs_barrier: bool = False  # a same-block dependence remains after re-indexing
+    shared: tuple[str, ...] = ()  # shared arrays it uses (symbols; "extern" for dynamic)
+
+
+@dataclass(frozen=True)
+class Ordering:
+    """What a barrier orders: ``after`` must see what ``before`` did to ``what``."""
+
+    kind: str  # "block dependence", "re-indexed dependence" or "shared array reuse"
+    before: int  # launches
+    after: int
+    what: str  # the buffer or shared array
+
+
+@dataclass(frozen=True)
+class Barrier:
+    """``__syncthreads()`` between two fragments of a lane, and why it is there."""
+
+    orders: tuple[Ordering, ...]
+
+
+@dataclass(frozen=True)
+class Lane:
+    """Blocks ``first_block`` .. ``first_block + blocks - 1`` of the fused grid, each running
+    the sequence ``body`` as a block of ``grid`` x ``block`` (the first fragment's shape)."""
+
+    first_block: int
+    grid: Dim3
+    block: Dim3
+    body: tuple[Fragment | Barrier, ...]
+
+    @property
+    def blocks(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    @property
+    def threads(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    @property
+    def fragments(self) -> tuple[Fragment, ...]:
+        return tuple(s for s in self.body if isinstance(s, Fragment))
+
+
+@dataclass(frozen=True)
+class SharedArray:
+    """A shared array a block of the fused kernel holds, and which fragments use it."""
+
+    symbol: str
+    bytes: int
+    dynamic: bool
+    users: tuple[int, ...]  # launches, in lane order
+
+
+@dataclass(frozen=True)
+class KernelIR:
+    name: str
+    group: FusionGroup
+    params: tuple[Param, ...]
+    lanes: tuple[Lane, ...]
+    threads: int  # threads per block: the kernel's __launch_bounds__
+    shared: tuple[SharedArray, ...] = ()
+    static_shared: int = 0  # bytes per block
+    dynamic_shared: int = 0
+    grid_text: str = ""  # launch configuration as the host writes it
+    block_text: str = ""
+    wave: object | None = None  # fusion.wavefront.Wavefront for a wave kernel
+    assumptions: tuple[str, ...] = ()  # run-time conditions guarding the fused launches (C)
+
+    @property
+    def restrict(self) -> frozenset[str]:
+        return frozenset(p.name for p in self.params if p.restrict)
+
+    @property
+    def barriers(self) -> int:
+        return sum(isinstance(s, Barrier) for lane in self.lanes for s in lane.body)
+
+    @property
+    def shared_opt_in(self) -> bool:
+        """The launch needs cudaFuncSetAttribute(MaxDynamicSharedMemorySize) first."""
+        from sirius.fusion.schedule import STATIC_SHARED_LIMIT
+
+        return self.static_shared + self.dynamic_shared > STATIC_SHARED_LIMIT
+
+    def params_of(self, launch: int) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.launch == launch)
+
+
+# ------------------------------------------------------------------ lowering
+
+def _params(inst: LaunchInstance, decl) -> tuple[Param, ...]:
+    bindings = dict(inst.bindings)
+    out = []
+    for j, (pname, ptype) in enumerate(decl.params):
+        kernel_param = inst.kernel.params[j] if j < len(inst.kernel.params) else None
+        arg = bindings.get(kernel_param.name) if kernel_param is not None else None
+        buffer = arg is not None and arg.kind == "buffer"
+        out.append(Param(fused_param_name(inst.statement.index, j, pname), ptype, inst.statement.index, j,
+                         bool(kernel_param and kernel_param.is_pointer),
+                         arg.buffer if buffer else None,
+                         arg.offset.to_c() if buffer and arg.offset is not None else None))
+    return tuple(out)
+
+
+def _fragment(inst: LaunchInstance, names: tuple[str, ...], reindex: str | None, barrier: bool) -> Fragment:
+    s = inst.statement
+    return Fragment(s.index, inst.kernel.name, s.grid.constant(), s.block.constant(), names, reindex, barrier,
+                    tuple(dict.fromkeys("extern" if a.dynamic else a.symbol for a in inst.kernel.shared)))
+
+
+def _shared_arrays(lanes: tuple[Lane, ...], insts) -> tuple[SharedArray, ...]:
+    arrays: dict[str, SharedArray] = {}
+    for lane in lanes:
+        for f in lane.fragments:
+            for a in insts[f.launch].kernel.shared:
+                key = "extern" if a.dynamic else a.symbol
+                old = arrays.get(key)
+                users = (old.users if old else ()) + (f.launch,)
+                arrays[key] = SharedArray(key, a.bytes or 0, a.dynamic, users)
+    return tuple(arrays.values())
+
+
+def lower_group(model: ProgramModel, schedule: Schedule, group: FusionGroup) -> KernelIR:
+    """The fused kernel of ``group``, without barriers."""
+    insts = {i.statement.index: i for i in model.launches}
+    params: list[Param] = []
+    for idx in group.launches:
+        params += _params(insts[idx], model.kernel_decls[insts[idx].kernel.mangled])
+    names = {idx: tuple(p.name for p in params if p.launch == idx) for idx in group.launches}
+    lanes, start = [], 0
+    for lane in group.lanes:
+        first = insts[lane.launches[0]].statement
+        body = tuple(_fragment(insts[idx], names[idx], lane.reindex[pos] if lane.reindex else None,
+                               bool(lane.reindex_barrier and lane.reindex_barrier[pos]))
+                     for pos, idx in enumerate(lane.launches))
+        lanes.append(Lane(start, first.grid.constant(), first.block.constant(), body))
+        start += lanes[-1].blocks
+    wave = schedule.wavefronts.get(group.id)
+    first = insts[group.launches[0]].statement
+    threads = max(lane.threads for lane in lanes)
+    kernels = [insts[i].kernel for i in group.launches]
+    dynamic = max(insts[i].statement.shmem.constant_value() for i in group.launches)
+    if wave is not None:
+        name, grid, block = f"sirius_wave_{group.id}", "", ""
+    elif len(lanes) == 1:
+        name, grid, block = f"sirius_fused_{group.id}", f"sirius_g{first.index}", f"sirius_b{first.index}"
+    else:
+        name, grid, block = f"sirius_fused_{group.id}", f"dim3({start})", f"dim3({threads})"
+    return KernelIR(name, group, tuple(params), tuple(lanes), threads, _shared_arrays(tuple(lanes), insts),
+                    static_shared_bytes(kernels), dynamic, grid, block, wave)
+
+
+def lower(model: ProgramModel, schedule: Schedule) -> list[KernelIR]:
+    """One fused kernel per group of more than one launch, in the schedule's order."""
+    return [lower_group(model, schedule, g) for g in schedule.groups if len(g.launches) > 1]
+
+
+# ------------------------------------------------------------------ printing the IR
+
+def _dims(d: Dim3) -> str:
+    return "x".join(str(v) for v in d)
+
+
+def format_kernel(k: KernelIR) -> str:
+    """The IR of one fused kernel as text: one line per parameter, lane, fragment, barrier."""
+    lines = [f"kernel {k.name} (group {k.group.id}, {k.group.arrangement}"
+             + (", wavefront" if k.wave is not None else "") + f"): {k.threads} threads, "
+             f"shared {k.static_shared} static + {k.dynamic_shared} dynamic bytes"]
+    for p in k.params:
+        where = f" -> {p.allocation} + {p.offset}" if p.allocation else ""
+        lines.append(f"  param {p.name}: {strip_restrict(p.ctype)}" + (" restrict" if p.restrict else "") + where)
+    for a in k.shared:
+        lines.append(f"  shared {a.symbol}: {a.bytes} bytes" + (" dynamic" if a.dynamic else "")
+                     + f", used by {', '.join(f'S{u}' for u in a.users)}")
+    for lane in k.lanes:
+        lines.append(f"  lane blocks [{lane.first_block}, {lane.first_block + lane.blocks}): "
+                     f"grid {_dims(lane.grid)} block {_dims(lane.block)}")
+        for s in lane.body:
+            if isinstance(s, Barrier):
+                why = "; ".join(f"{o.kind} S{o.before} -> S{o.after}" + (f" on {o.what}" if o.what else "")
+                                for o in s.orders)
+                lines.append(f"    barrier: {why}")
+            else:
+                how = " re-indexed" if s.reindex else ""
+                lines.append(f"    S{s.launch} {s.kernel}{how} grid {_dims(s.grid)} block {_dims(s.block)}"
+                             f" ({', '.join(s.args)})")
+    return "\n".join(lines) + "\n"

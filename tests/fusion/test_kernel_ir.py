@@ -1,0 +1,111 @@
+"""The fused-kernel IR: lowering builds it from the schedule without barriers, the barrier
+pass adds what each lane needs with what it orders, and the printout says so line by line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sirius.analysis.frontend import CompileJob
+from sirius.config import CompileFlags, resolve_toolchain
+from sirius.fusion.kernel_ir import format_kernel
+from sirius.pipeline import PIPELINE, OptimizeState
+
+pytestmark = pytest.mark.toolchain
+
+BLOCK_DEPENDENCE = """#include <cstdio>
+__global__ void rotate(const float* x, float* a) {
+  int i = blockIdx.x * 256 + threadIdx.x;
+  a[blockIdx.x * 256 + (threadIdx.x + 1) % 256] = x[i] * 2.0f;
+}
+__global__ void scale(const float* a, float* b) {
+  int i = blockIdx.x * 256 + threadIdx.x;
+  b[i] = a[i] + 1.0f;
+}
+__global__ void square(float* c) {
+  int i = blockIdx.x * 256 + threadIdx.x;
+  c[i] = c[i] * c[i];
+}
+int main() {
+  float *x, *a, *b, *c;
+  cudaMalloc(&x, 4096); cudaMalloc(&a, 4096); cudaMalloc(&b, 4096); cudaMalloc(&c, 4096);
+  cudaMemset(x, 0, 4096); cudaMemset(c, 0, 4096);
+  rotate<<<4, 256>>>(x, a);
+  scale<<<4, 256>>>(a, b);
+  square<<<4, 256>>>(c);
+  float h[4]; cudaMemcpy(h, b, 16, cudaMemcpyDeviceToHost);
+  printf("%f\\n", h[0]);
+  return 0;
+}
+"""
+
+SHARED_TWICE = """#include <cstdio>
+__global__ void smooth(float* a) {
+  __shared__ float tile[256];
+  int i = blockIdx.x * 256 + threadIdx.x;
+  tile[threadIdx.x] = a[i];
+  __syncthreads();
+  a[i] = 0.5f * (tile[threadIdx.x] + tile[255 - threadIdx.x]);
+}
+int main() {
+  float* a; cudaMalloc(&a, 4096); cudaMemset(a, 0, 4096);
+  float* b; cudaMalloc(&b, 4096); cudaMemset(b, 0, 4096);
+  smooth<<<4, 256>>>(a);
+  smooth<<<4, 256>>>(b);
+  float h[4]; cudaMemcpy(h, a, 16, cudaMemcpyDeviceToHost);
+  printf("%f\\n", h[0]);
+  return 0;
+}
+"""
+
+
+def _after(tmp_path: Path, source: str, *stages: str, arrangement: str = "auto") -> dict[str, str]:
+    """The kernels' IR printout after each of ``stages``."""
+    program = tmp_path / "program.cu"
+    program.write_text(source)
+    state = OptimizeState(CompileJob(program, CompileFlags(), resolve_toolchain()), arrangement=arrangement)
+    out = {}
+    for stage in PIPELINE:
+        stage.run(state)
+        if stage.name in stages:
+            out[stage.name] = "".join(format_kernel(k) for k in state.kernels)
+    return out
+
+
+def test_lowering_places_no_barrier_and_the_barrier_pass_orders_the_block_dependence(tmp_path):
+    ir = _after(tmp_path, BLOCK_DEPENDENCE, "lower", "barriers")
+    lanes_before = """\
+  lane blocks [0, 4): grid 4x1x1 block 256x1x1
+    S6 rotate grid 4x1x1 block 256x1x1 (s6_x, s6_a)
+    S7 scale grid 4x1x1 block 256x1x1 (s7_a, s7_b)
+  lane blocks [4, 8): grid 4x1x1 block 256x1x1
+    S8 square grid 4x1x1 block 256x1x1 (s8_c)
+"""
+    assert ir["lower"] == """\
+kernel sirius_fused_0 (group 0, hybrid): 256 threads, shared 0 static + 0 dynamic bytes
+  param s6_x: const float * -> x + 0
+  param s6_a: float * -> a + 0
+  param s7_a: const float * -> a + 0
+  param s7_b: float * -> b + 0
+  param s8_c: float * -> c + 0
+""" + lanes_before
+    assert ir["barriers"].splitlines()[6:] == """\
+  lane blocks [0, 4): grid 4x1x1 block 256x1x1
+    S6 rotate grid 4x1x1 block 256x1x1 (s6_x, s6_a)
+    barrier: block dependence S6 -> S7 on a
+    S7 scale grid 4x1x1 block 256x1x1 (s7_a, s7_b)
+  lane blocks [4, 8): grid 4x1x1 block 256x1x1
+    S8 square grid 4x1x1 block 256x1x1 (s8_c)""".splitlines()
+
+
+def test_a_shared_array_used_again_in_one_lane_is_ordered_by_a_barrier(tmp_path):
+    ir = _after(tmp_path, SHARED_TWICE, "lower", "barriers", arrangement="vertical")
+    assert "barrier" not in ir["lower"]
+    shared = "  shared _ZZ6smoothPfE4tile: 1024 bytes, used by S4, S5\n"
+    assert shared in ir["lower"] and shared in ir["barriers"]
+    assert ir["barriers"].endswith("""\
+    S4 smooth grid 4x1x1 block 256x1x1 (s4_a)
+    barrier: shared array reuse S4 -> S5 on _ZZ6smoothPfE4tile
+    S5 smooth grid 4x1x1 block 256x1x1 (s5_a)
+""")
