@@ -14,31 +14,8 @@ from sirius.pipeline import PIPELINE, OptimizeState
 
 pytestmark = pytest.mark.toolchain
 
-BLOCK_DEPENDENCE = """#include <cstdio>
-__global__ void rotate(const float* x, float* a) {
-  int i = blockIdx.x * 256 + threadIdx.x;
-  a[blockIdx.x * 256 + (threadIdx.x + 1) % 256] = x[i] * 2.0f;
-}
-__global__ void scale(const float* a, float* b) {
-  int i = blockIdx.x * 256 + threadIdx.x;
-  b[i] = a[i] + 1.0f;
-}
-__global__ void square(float* c) {
-  int i = blockIdx.x * 256 + threadIdx.x;
-  c[i] = c[i] * c[i];
-}
-int main() {
-  float *x, *a, *b, *c;
-  cudaMalloc(&x, 4096); cudaMalloc(&a, 4096); cudaMalloc(&b, 4096); cudaMalloc(&c, 4096);
-  cudaMemset(x, 0, 4096); cudaMemset(c, 0, 4096);
-  rotate<<<4, 256>>>(x, a);
-  scale<<<4, 256>>>(a, b);
-  square<<<4, 256>>>(c);
-  float h[4]; cudaMemcpy(h, b, 16, cudaMemcpyDeviceToHost);
-  printf("%f\\n", h[0]);
-  return 0;
-}
-"""
+# rotate -> scale is a block-level dependence; square runs beside them in wider blocks
+BLOCK_DEPENDENCE = (Path(__file__).parents[1] / "filecheck" / "optimize_barrier_narrow_lane.cu").read_text()
 
 SHARED_TWICE = """#include <cstdio>
 __global__ void smooth(float* a) {
@@ -76,10 +53,10 @@ def _after(tmp_path: Path, source: str, *stages: str, arrangement: str = "auto")
 def test_lowering_places_no_barrier_and_the_barrier_pass_orders_the_block_dependence(tmp_path):
     ir = _after(tmp_path, BLOCK_DEPENDENCE, "lower", "barriers")
     lanes_before = """\
-  lane blocks [0, 4): grid 4x1x1 block 256x1x1
-    S6 rotate grid 4x1x1 block 256x1x1 (s6_x, s6_a)
-    S7 scale grid 4x1x1 block 256x1x1 (s7_a, s7_b)
-  lane blocks [4, 8): grid 4x1x1 block 256x1x1
+  lane blocks [0, 8): grid 8x1x1 block 128x1x1
+    S6 rotate grid 8x1x1 block 128x1x1 (s6_x, s6_a)
+    S7 scale grid 8x1x1 block 128x1x1 (s7_a, s7_b)
+  lane blocks [8, 12): grid 4x1x1 block 256x1x1
     S8 square grid 4x1x1 block 256x1x1 (s8_c)
 """
     assert ir["lower"] == """\
@@ -91,11 +68,11 @@ kernel sirius_fused_0 (group 0, hybrid): 256 threads, shared 0 static + 0 dynami
   param s8_c: float * -> c + 0
 """ + lanes_before
     assert ir["barriers"].splitlines()[6:] == """\
-  lane blocks [0, 4): grid 4x1x1 block 256x1x1
-    S6 rotate grid 4x1x1 block 256x1x1 (s6_x, s6_a)
+  lane blocks [0, 8): grid 8x1x1 block 128x1x1
+    S6 rotate grid 8x1x1 block 128x1x1 (s6_x, s6_a)
     barrier: block dependence S6 -> S7 on a
-    S7 scale grid 4x1x1 block 256x1x1 (s7_a, s7_b)
-  lane blocks [4, 8): grid 4x1x1 block 256x1x1
+    S7 scale grid 8x1x1 block 128x1x1 (s7_a, s7_b)
+  lane blocks [8, 12): grid 4x1x1 block 256x1x1
     S8 square grid 4x1x1 block 256x1x1 (s8_c)""".splitlines()
 
 
