@@ -35,6 +35,7 @@ from pathlib import Path
 from sirius.analysis.frontend import CompileJob
 from sirius.analysis.program_model import ProgramModel, analyze_program
 from sirius.backend.gpu import find_nvcc
+from sirius.backend.sass import ptxas_resources
 from sirius.errors import InputError, SiriusError, ToolchainError
 from sirius.fusion.promises import RESTRICT, broken_promises, pointer_uses
 from sirius.fusion.schedule import STATIC_SHARED_LIMIT, shared_opt_in_limit
@@ -88,18 +89,7 @@ def ptxas_figures(job: CompileJob) -> dict[str, KernelFigures] | None:
         proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         return None
-    figures: dict[str, KernelFigures] = {}
-    current = None
-    for line in proc.stderr.splitlines():
-        m = re.search(r"Compiling entry function '([^']+)'", line)
-        if m:
-            current = m.group(1)
-            continue
-        m = re.search(r"Used (\d+) registers.*?(?:(\d+) bytes smem)?\s*$", line)
-        if m and current is not None:
-            figures[current] = KernelFigures(int(m.group(1)), int(m.group(2) or 0))
-            current = None
-    return figures
+    return {k: KernelFigures(regs, smem) for k, (regs, smem) in ptxas_resources(proc.stderr).items()}
 
 
 def _registers_per_block(registers: int, threads: int) -> int:

@@ -133,9 +133,12 @@ def _between_barriers(lane: ir.Lane) -> list:
 def _fused_kernel(k: KernelIR, insts, decls) -> str:
     """The text of a fused kernel: one lane runs in every block with the builtin indices;
     several dispatch on the block index, each with its own shape."""
-    body: list[str] = []
+    body: list[str] = [f"  {p.definition}" for p in k.params if not p.passed]
     if len(k.lanes) == 1:
-        body += _lane_body(k.lanes[0], insts, decls, "blockIdx, threadIdx, blockDim, gridDim", "  ")
+        g, b = k.lanes[0].grid, k.lanes[0].block
+        shapes = (f"dim3({b[0]}, {b[1]}, {b[2]}), dim3({g[0]}, {g[1]}, {g[2]})" if k.constant_shapes
+                  else "blockDim, gridDim")
+        body += _lane_body(k.lanes[0], insts, decls, f"blockIdx, threadIdx, {shapes}", "  ")
     else:
         body.append("  const unsigned sirius_block = blockIdx.x;")
         body.append("  const unsigned sirius_thread = threadIdx.x;")
@@ -170,7 +173,24 @@ def _fused_kernel(k: KernelIR, insts, decls) -> str:
         body.append("  }")
     members = ", ".join(insts[f.launch].kernel.name for lane in k.lanes for f in lane.fragments)
     return (f"// {k.group.arrangement} fusion of {members}\n"
-            f"{_signature(k.name, [p.declared for p in k.params], k.threads)} {{\n" + "\n".join(body) + "\n}\n")
+            f"{_signature(k.name, _passed(k), k.threads)} {{\n" + "\n".join(body) + "\n}\n")
+
+
+def _passed(k: KernelIR) -> list[str]:
+    """The fused kernel's parameter list: what the host passes."""
+    return [p.declared for p in k.params if p.passed]
+
+
+def _folded_conditions(k: KernelIR) -> list[str]:
+    """Guard conditions for the values host constant propagation folded into ``k``."""
+    arg = {p.name: f"sirius_a{p.launch}_{p.position}" for p in k.params}
+    conds = []
+    for p in k.params:
+        if p.constant is not None:
+            conds.append(f"(long long)({arg[p.name]}) == {p.constant}LL")
+        elif p.base is not None:
+            conds.append(f"(const char*)({arg[p.name]}) - (const char*)({arg[p.base]}) == {p.delta}")
+    return conds
 
 
 def _shared_opt_in(fk: KernelIR) -> str:
@@ -286,7 +306,7 @@ def _issue(group: FusionGroup, insts, fused: dict[int, KernelIR]) -> str:
     if len(group.launches) == 1:
         return _original_launch(insts[group.launches[0]])
     k = fused[group.id]
-    args = ", ".join(f"sirius_a{i}_{j}" for i in group.launches for j in range(len(insts[i].site.args)))
+    args = ", ".join(f"sirius_a{p.launch}_{p.position}" for p in k.params if p.passed)
     opt_in = _shared_opt_in(k) if k.shared_opt_in else ""
     return f"{opt_in}{k.name}<<<{k.grid_text}, {k.block_text}, {k.dynamic_shared}>>>({args})"
 
@@ -376,6 +396,7 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
         groups = [g for g in schedule.groups if g.region == region.id]
         last = region.launches[-1]
         guard = assumptions(region.launches, insts)
+        guard += [c for g in groups if g.id in fused for c in _folded_conditions(fused[g.id]) if c not in guard]
         for g in groups:
             if g.id in fused:
                 fused[g.id] = dataclasses.replace(fused[g.id], assumptions=tuple(guard))
@@ -397,7 +418,7 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
          if model.host.entry.startswith("_Z") and f"{len(name)}{name}" in model.host.entry), None)
     prototypes = ""
     if entry is not None and insert_at > entry.start_offset:
-        prototypes = "".join(_signature(k.name, [p.declared for p in k.params], k.threads) + ";\n"
+        prototypes = "".join(_signature(k.name, _passed(k), k.threads) + ";\n"
                              for k in fused.values() if k.wave is None)
         if any(k.wave is not None for k in kernels):
             prototypes = ""  # wave kernels need the helper macros too: keep everything above the entry

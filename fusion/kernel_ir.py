@@ -34,11 +34,34 @@ class Param:
     allocation: str | None = None  # the allocation the argument points into (alias facts)
     offset: str | None = None  # its byte offset there, as C in the host loop iterators
     restrict: bool = False  # keeps the kernel's __restrict__ (set by the promises pass)
+    # set by host constant propagation: the kernel defines the parameter itself, as this
+    # integer, or as ``base`` (another parameter, into the same allocation) plus ``delta`` bytes
+    constant: int | None = None
+    base: str | None = None
+    delta: int = 0
 
     @property
     def declared(self) -> str:
         """The declaration in the fused kernel's parameter list."""
         return f"{self.ctype if self.restrict else strip_restrict(self.ctype)} {self.name}"
+
+    @property
+    def passed(self) -> bool:
+        """The host passes it (it is not defined inside the kernel)."""
+        return self.constant is None and self.base is None
+
+    @property
+    def definition(self) -> str | None:
+        """The statement that defines it inside the kernel, if the host does not pass it."""
+        if self.constant is not None:
+            value = self.constant if -2**31 <= self.constant < 2**31 else f"{self.constant}LL"
+            return f"constexpr {strip_restrict(self.ctype)} {self.name} = {value};"
+        if self.base is not None:
+            # never restrict: it is based on ``base``, whose promise (if any) covers its accesses,
+            # and a local's promise is one the check of the emitted program could not see
+            t = strip_restrict(self.ctype)
+            return f"{t} {self.name} = ({t})((const char*){self.base} + {self.delta});"
+        return None
 
 
 @dataclass(frozen=True)
@@ -119,10 +142,13 @@ class KernelIR:
     block_text: str = ""
     wave: object | None = None  # fusion.wavefront.Wavefront for a wave kernel
     assumptions: tuple[str, ...] = ()  # run-time conditions guarding the fused launches (C)
+    constant_shapes: bool = False  # fragments see their launch shape as constants, not blockDim/gridDim
 
     @property
     def restrict(self) -> frozenset[str]:
-        return frozenset(p.name for p in self.params if p.restrict)
+        """The parameters declared ``__restrict__`` in the emitted kernel (one the kernel
+        defines itself never is)."""
+        return frozenset(p.name for p in self.params if p.restrict and p.passed)
 
     @property
     def barriers(self) -> int:
@@ -221,7 +247,12 @@ def format_kernel(k: KernelIR) -> str:
              f"shared {k.static_shared} static + {k.dynamic_shared} dynamic bytes"]
     for p in k.params:
         where = f" -> {p.allocation} + {p.offset}" if p.allocation else ""
-        lines.append(f"  param {p.name}: {strip_restrict(p.ctype)}" + (" restrict" if p.restrict else "") + where)
+        folded = (f" = {p.constant}" if p.constant is not None else
+                  f" = {p.base} + {p.delta} bytes" if p.base is not None else "")
+        lines.append(f"  param {p.name}: {strip_restrict(p.ctype)}" + (" restrict" if p.restrict else "")
+                     + where + folded)
+    if k.constant_shapes:
+        lines.append("  shapes: constants")
     for a in k.shared:
         lines.append(f"  shared {a.symbol}: {a.bytes} bytes" + (" dynamic" if a.dynamic else "")
                      + f", used by {', '.join(f'S{u}' for u in a.users)}")

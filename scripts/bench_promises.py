@@ -26,18 +26,16 @@ import argparse
 import dataclasses
 import datetime
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
-import sysconfig
-import tempfile
-from collections import Counter
 from pathlib import Path
 
 from sirius.analysis.frontend import CompileJob
 from sirius.config import CompileFlags, resolve_toolchain
+from sirius.backend.gpu import find_nvcc
+from sirius.backend.sass import kernel_figures
+from sirius.errors import ToolchainError
 from sirius.fusion.codegen import generate
 from sirius.fusion.promises import RESTRICT
 from sirius.pipeline import OptimizeState, run_pipeline
@@ -45,18 +43,6 @@ from sirius.pipeline import OptimizeState, run_pipeline
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT = [REPO / "cuda_inputs" / "models" / "lstm.cu", REPO / "cuda_inputs" / "models" / "seq2seq.cu"]
 FUSED = re.compile(r"sirius_(?:fused|wave)_\d+")
-
-
-def _tool(name: str) -> str:
-    found = shutil.which(name)
-    if found:
-        return found
-    for root in [Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin",
-                 *Path(sysconfig.get_paths()["purelib"]).glob("nvidia/*/bin")]:
-        if (root / name).is_file():
-            return str(root / name)
-    raise SystemExit(f"error: {name} not found (install the CUDA toolkit, or pip install "
-                     "nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
 
 
 def _variants(state: OptimizeState) -> dict[str, list]:
@@ -70,35 +56,13 @@ def _variants(state: OptimizeState) -> dict[str, list]:
 
 def _figures(source: str, name: str) -> dict:
     """LDG counts and registers of the fused kernels of one program text."""
-    with tempfile.TemporaryDirectory() as tmp:
-        src, cubin = Path(tmp) / name, Path(tmp) / "out.cubin"
-        src.write_text(source)
-        build = subprocess.run([_tool("nvcc"), "-arch=sm_90", "-cubin", "-w", "-Xptxas", "-v", str(src),
-                                "-o", str(cubin)], capture_output=True, text=True)
-        if build.returncode != 0:
-            raise SystemExit(f"error: nvcc cannot compile the {name} variant:\n{build.stderr[-2000:]}")
-        sass = subprocess.run([_tool("cuobjdump"), "-sass", str(cubin)], capture_output=True, text=True,
-                              env={**os.environ, "PATH": str(Path(_tool("nvdisasm")).parent) + os.pathsep
-                                   + os.environ.get("PATH", "")}).stdout
-    loads: Counter = Counter()
-    current = ""
-    for line in sass.splitlines():
-        m = re.search(r"Function : (\S+)", line)
-        if m:
-            current = m.group(1)
-            continue
-        if FUSED.search(current):
-            for op in re.findall(r"\bLDG\.E(?:\.\w+)*", line):
-                loads["constant" if ".CONSTANT" in op else "plain"] += 1
-    registers, kernel = [], ""
-    for line in build.stderr.splitlines():
-        m = re.search(r"Compiling entry function '([^']+)'", line)
-        if m:
-            kernel = m.group(1)
-        m = re.search(r"Used (\d+) registers", line)
-        if m and FUSED.search(kernel):
-            registers.append(int(m.group(1)))
-    return {"ldg_constant": loads["constant"], "ldg_plain": loads["plain"], "fused_kernels": len(registers),
+    try:
+        figures = {k: f for k, f in kernel_figures(source, name).items() if FUSED.search(k)}
+    except ToolchainError as err:
+        raise SystemExit(str(err)) from None
+    registers = [f.registers for f in figures.values()]
+    return {"ldg_constant": sum(f.ldg_constant for f in figures.values()),
+            "ldg_plain": sum(f.ldg_plain for f in figures.values()), "fused_kernels": len(figures),
             "registers_max": max(registers, default=0), "registers_sum": sum(registers)}
 
 
@@ -113,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         for variant, plan in _variants(state).items():
             text, _ = generate(state.model, state.schedule, plan, state.source)
             fig = _figures(text, program.name)
-            kept = sum(len(v) for v in plan.restrict.values())
+            kept = sum(len(k.restrict) for k in plan)
             rows.append({"program": str(program.relative_to(REPO)) if program.is_relative_to(REPO) else str(program),
                          "variant": variant, "restrict_parameters": kept, **fig})
             print(f"{program.name:14s} {variant:7s} restrict {kept:5d}  LDG.E.CONSTANT {fig['ldg_constant']:5d}  "
@@ -122,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
                                 text=True).stdout.strip()
-        nvcc = subprocess.run([_tool("nvcc"), "--version"], capture_output=True, text=True).stdout.splitlines()
+        nvcc = subprocess.run([find_nvcc(), "--version"], capture_output=True, text=True).stdout.splitlines()
         args.json.write_text(json.dumps({
             "what": "static SASS load counts and ptxas registers of the fused kernels, per restrict policy",
             "machine": "CPU only (no GPU): nvcc -arch=sm_90 -cubin, cuobjdump -sass",

@@ -82,6 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of our output went away (| head): not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception as err:  # a bug of ours: say so plainly, keep the traceback for debugging
         if os.environ.get("SIRIUS_DEBUG"):
             raise

@@ -18,10 +18,31 @@ from sirius.errors import SiriusError
 from sirius.fusion.barriers import place_barriers
 from sirius.fusion.check import CheckResult, check_program
 from sirius.fusion.codegen import generate
+from sirius.fusion.host_constants import propagate_host_constants
 from sirius.fusion.kernel_ir import KernelIR, lower
 from sirius.fusion.promises import BrokenPromise, keep_promises, split_group
 from sirius.fusion.schedule import Schedule, build_schedule
 from sirius.fusion.wavefront import Wavefront, plan_wavefront
+
+
+@dataclass(frozen=True)
+class KernelPass:
+    """A transformation of the fused kernels after fusion, which can be switched off:
+    ``run(kernels, state)`` returns the kernels and one line per change it made."""
+
+    name: str
+    run: Callable[[list[KernelIR], "OptimizeState"], tuple[list[KernelIR], list[str]]]
+    summary: str
+
+
+KERNEL_PASSES: tuple[KernelPass, ...] = (
+    KernelPass("host-constants", lambda kernels, st: propagate_host_constants(kernels, st.model),
+               "integer arguments, pointer distances and launch shapes the guard checks become constants"),
+)
+
+
+def pass_names() -> list[str]:
+    return [p.name for p in KERNEL_PASSES]
 
 
 @dataclass
@@ -29,6 +50,7 @@ class OptimizeState:
     job: CompileJob
     entry: str = "main"
     arrangement: str = "auto"
+    passes: tuple[str, ...] = tuple(p.name for p in KERNEL_PASSES)  # kernel passes switched on
     source: str = ""
     model: ProgramModel | None = None
     uar: UAR | None = None
@@ -39,6 +61,7 @@ class OptimizeState:
     fused: list[KernelIR] = field(default_factory=list)  # the kernels as printed, with their run-time guards
     check: CheckResult | None = None
     check_findings: list = field(default_factory=list)  # violations found (and undone) on earlier attempts
+    pass_changes: dict[str, list[str]] = field(default_factory=dict)  # kernel pass -> what it changed
 
 
 @dataclass(frozen=True)
@@ -85,13 +108,20 @@ def _promises(st: OptimizeState) -> None:
     st.kernels, st.promises_dropped = keep_promises(st.kernels, st.model, st.schedule)
 
 
+def _passes(st: OptimizeState) -> None:
+    st.pass_changes = {}
+    for kernel_pass in KERNEL_PASSES:
+        if kernel_pass.name in st.passes:
+            st.kernels, st.pass_changes[kernel_pass.name] = kernel_pass.run(st.kernels, st)
+
+
 def _codegen(st: OptimizeState) -> None:
     st.output, st.fused = generate(st.model, st.schedule, st.kernels, st.source)
 
 
 def _fuse(st: OptimizeState) -> None:
     """The stages from the schedule to the text again (after the schedule changed)."""
-    for stage in (_lower, _barriers, _promises, _codegen):
+    for stage in (_lower, _barriers, _promises, _passes, _codegen):
         stage(st)
 
 
@@ -129,6 +159,7 @@ PIPELINE: tuple[Stage, ...] = (
     Stage("barriers", _barriers, "the __syncthreads() each lane needs, with what it orders"),
     Stage("promises", _promises, "keep only the __restrict__ promises the alias facts prove; split groups "
                                  "whose read-only-cache loads another fragment would write"),
+    Stage("passes", _passes, "the kernel passes switched on (--passes): " + ", ".join(pass_names())),
     Stage("codegen", _codegen, "print fragments and fused kernels, rewrite the launch regions"),
     Stage("check", _check, "analyse the emitted program: every promise of a fused kernel holds, every launch "
                            "fits the GPU (ptxas figures); a violation leaves its group unfused"),
@@ -148,9 +179,11 @@ def run_pipeline(state: OptimizeState, print_after: str | None = None,
     return state
 
 
-def rearrange(state: OptimizeState, arrangement: str) -> OptimizeState:
-    """The same analysis scheduled with another arrangement (reruns schedule and codegen)."""
-    other = OptimizeState(state.job, state.entry, arrangement, state.source, state.model, state.uar)
+def rearrange(state: OptimizeState, arrangement: str, passes: tuple[str, ...] | None = None) -> OptimizeState:
+    """The same analysis scheduled with another arrangement (and other kernel passes, if
+    given): reruns the stages from the schedule on."""
+    other = OptimizeState(state.job, state.entry, arrangement, state.passes if passes is None else passes,
+                          state.source, state.model, state.uar)
     _schedule(other)
     _wavefront(other)
     _fuse(other)
@@ -222,6 +255,8 @@ def report(state: OptimizeState) -> dict[str, Any]:
         "refused": [{"launches": [{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].statement.line}
                                   for i in r.launches if i in insts], "reason": r.reason}
                     for r in sched.refusals],
+        "passes": [{"name": p.name, "enabled": p.name in state.passes,
+                    "changes": state.pass_changes.get(p.name, [])} for p in KERNEL_PASSES],
         "promise_check": None if state.check is None and not state.check_findings else {
             "kernels_checked": state.check.kernels_checked if state.check else 0,
             "ptxas": bool(state.check and state.check.ptxas),

@@ -20,7 +20,7 @@ from sirius.errors import InputError
 from sirius.fusion.includes import relocate_includes
 from sirius.fusion.kernel_ir import format_kernel
 from sirius.fusion.schedule import ARRANGEMENTS
-from sirius.pipeline import OptimizeState, rearrange, report, run_pipeline, stage_names
+from sirius.pipeline import OptimizeState, pass_names, rearrange, report, run_pipeline, stage_names
 
 HELP = "fuse kernel launches and write the optimized program"
 
@@ -37,9 +37,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--emit-candidates", metavar="DIR",
                         help="also write every arrangement (auto, vertical, horizontal) as a complete program "
                              "to DIR, with manifest.json describing each")
+    parser.add_argument("--passes", metavar="LIST", default="all",
+                        help="kernel passes after fusion, comma-separated, in their fixed order: "
+                             f"{', '.join(pass_names())}; 'all' (default) or 'none' (fusion alone)")
+    parser.add_argument("--disable-pass", metavar="NAME", action="append", default=[],
+                        help="switch one kernel pass off (repeatable)")
     parser.add_argument("--print-after", choices=stage_names(), metavar="STAGE",
                         help=f"print the state after a pipeline stage ({', '.join(stage_names())})")
     add_compile_flags(parser)
+
+
+def selected_passes(passes: str, disabled: list[str]) -> tuple[str, ...]:
+    """The kernel passes ``--passes`` and ``--disable-pass`` leave on; an unknown name is bad
+    input (exit 2)."""
+    known = pass_names()
+    chosen = known if passes == "all" else [] if passes == "none" else [n.strip() for n in passes.split(",")]
+    for name in [*chosen, *disabled]:
+        if name not in known:
+            raise InputError(f"error: unknown pass {name!r}; the kernel passes are {', '.join(known)} "
+                             "(or --passes all / none)")
+    return tuple(n for n in known if n in chosen and n not in disabled)
 
 
 def _dump(name: str, st: OptimizeState) -> None:
@@ -47,7 +64,7 @@ def _dump(name: str, st: OptimizeState) -> None:
         for g in st.schedule.groups:
             print(f"group {g.id} (region {g.region}, step {g.step}, {g.arrangement}): " + " | ".join(
                 " -> ".join(f"S{i}" for i in lane.launches) for lane in g.lanes))
-    elif name in ("lower", "barriers", "promises"):
+    elif name in ("lower", "barriers", "promises", "passes"):
         print("".join(format_kernel(k) for k in st.kernels), end="")
     elif name == "codegen":
         print(st.output)
@@ -76,6 +93,11 @@ def _render(rep: dict) -> str:
     for r in rep["refused"]:
         who = ", ".join(f"{m['kernel']} (line {m['line']})" for m in r["launches"])
         lines.append(f"  not fused: {who}: {r['reason']}")
+    for p in rep["passes"]:
+        if p["changes"]:
+            lines.append(f"  pass {p['name']}: " + "; ".join(p["changes"]))
+        elif not p["enabled"]:
+            lines.append(f"  pass {p['name']}: switched off")
     for m in rep.get("includes_rewritten", ()):
         lines.append(f"  #include \"{m['written']}\" (line {m['line']}) now reads \"{m['now']}\": the same header, "
                      "seen from the output's folder")
@@ -117,8 +139,9 @@ def execute(args: argparse.Namespace) -> int:
         raise InputError(f"error: --emit-candidates {args.emit_candidates}: not a folder")
     if output is not None and output.resolve() == program.resolve():
         raise InputError("error: the output file must differ from the input program")
+    passes = selected_passes(args.passes, args.disable_pass)
     job = CompileJob(program, compile_flags_from_args(args), toolchain)
-    state = run_pipeline(OptimizeState(job, args.entry, args.arrangement), args.print_after, _dump)
+    state = run_pipeline(OptimizeState(job, args.entry, args.arrangement, passes), args.print_after, _dump)
     rep = report(state)
     if output is None:  # -o -: the program on standard output, the summary on standard error
         sys.stdout.write(state.output)

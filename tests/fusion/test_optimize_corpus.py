@@ -1,6 +1,6 @@
-"""End to end on the corpus: optimize in every arrangement, check the launch
-counts and refusals, compile the result with nvcc, and run original and
-optimized programs on the CPU backend with `sirius verify` (bit-exact)."""
+"""End to end on the corpus: optimize in every arrangement (and with the kernel passes
+switched off), check the launch counts and refusals, compile the result with nvcc, and
+run original and optimized programs on the CPU backend with `sirius verify` (bit-exact)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,8 @@ def optimized(name: str) -> dict[str, OptimizeState]:
     defines = EXPECTED[name][0]
     job = CompileJob(ROOT / "cuda_inputs" / name, CompileFlags(defines=defines), resolve_toolchain())
     auto = run_pipeline(OptimizeState(job))
-    return {"auto": auto, "vertical": rearrange(auto, "vertical"), "horizontal": rearrange(auto, "horizontal")}
+    return {"auto": auto, "vertical": rearrange(auto, "vertical"), "horizontal": rearrange(auto, "horizontal"),
+            "auto, fusion alone": rearrange(auto, "auto", passes=())}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -112,7 +113,7 @@ def test_every_arrangement_verifies_on_cpu_backend(name, tmp_path):
     defines = [f"-D{d}" for d in EXPECTED[name][0]]
     original = ROOT / "cuda_inputs" / name
     for arrangement, text in _distinct_outputs(name):
-        out = tmp_path / f"{arrangement}_{name}"
+        out = tmp_path / f"{arrangement.replace(', ', '_').replace(' ', '_')}_{name}"
         out.write_text(text)
         proc = subprocess.run([SIRIUS, "verify", str(original), str(out), "--backend", "cpu", *defines],
                               capture_output=True, text=True, timeout=600)
@@ -125,7 +126,7 @@ def test_every_arrangement_compiles_with_nvcc_and_clang(name, tmp_path):
     defines = [f"-D{d}" for d in EXPECTED[name][0]]
     tc = resolve_toolchain()
     for arrangement, text in _distinct_outputs(name):
-        out = tmp_path / f"{arrangement}_{name}"
+        out = tmp_path / f"{arrangement.replace(', ', '_').replace(' ', '_')}_{name}"
         out.write_text(text)
         nv = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(out), "-o", str(tmp_path / "o.o"), *defines],
                             capture_output=True, text=True)

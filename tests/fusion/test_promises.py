@@ -80,8 +80,8 @@ def test_cached_reads_of_another_fragments_writes_break_the_read_only_promise():
 # ------------------------------------------------------------------ the pass, on programs
 
 @functools.lru_cache(maxsize=None)
-def optimized(path: Path, defines: tuple[str, ...] = ()) -> OptimizeState:
-    return run_pipeline(OptimizeState(CompileJob(path, CompileFlags(defines=defines), resolve_toolchain())))
+def optimized(path: Path, defines: tuple[str, ...] = (), **options) -> OptimizeState:
+    return run_pipeline(OptimizeState(CompileJob(path, CompileFlags(defines=defines), resolve_toolchain()), **options))
 
 
 def _kept(state: OptimizeState) -> set[str]:
@@ -141,7 +141,10 @@ def test_a_planted_violation_is_caught_and_its_group_left_unfused(monkeypatch):
                                                     for p in k.params)) for k in kernels], {}
 
     monkeypatch.setattr(pipeline, "keep_promises", keep_every_qualifier)
-    state = run_pipeline(OptimizeState(CompileJob(REUSE, CompileFlags(defines=("ROWS=8",)), resolve_toolchain())))
+    # fusion alone: host constants would make the aliasing pointers offsets from one base,
+    # which no promise covers (their output is correct even with this bug; tested there)
+    state = run_pipeline(OptimizeState(CompileJob(REUSE, CompileFlags(defines=("ROWS=8",)), resolve_toolchain()),
+                                       passes=()))
     assert state.check_findings and {v.what for v in state.check_findings} == {"restrict"}
     assert any(v.kernel == "sirius_fused_0" and "is __restrict__ but" in v.message for v in state.check_findings)
     assert state.fused == [] and "sirius_fused_0" not in state.output
@@ -152,6 +155,24 @@ def test_a_planted_violation_is_caught_and_its_group_left_unfused(monkeypatch):
     assert rep["promise_check"]["violations_undone"][0]["what"] == "restrict"
 
 
+def test_pointers_made_offsets_from_one_base_carry_no_promise(monkeypatch):
+    """Host constants define a pointer into the base's allocation as the base plus its distance,
+    never restrict: a local's promise is one the check of the emitted program could not see.
+    Even with every declared qualifier kept, what is left is one promise over one allocation."""
+    import sirius.pipeline as pipeline
+
+    def keep_every_qualifier(kernels, model, schedule):
+        return [dataclasses.replace(k, params=tuple(dataclasses.replace(p, restrict=bool(RESTRICT.search(p.ctype)))
+                                                    for p in k.params)) for k in kernels], {}
+
+    monkeypatch.setattr(pipeline, "keep_promises", keep_every_qualifier)
+    state = run_pipeline(OptimizeState(CompileJob(REUSE, CompileFlags(defines=("ROWS=8",)), resolve_toolchain())))
+    derived = [p for k in state.kernels for p in k.params if p.base is not None]
+    assert derived and all(p.restrict for p in derived)  # the planted bug asked for them
+    assert all("__restrict__" not in p.definition for p in derived)
+    assert state.check_findings == [] and "sirius_fused_0" in state.output
+
+
 def _verify(original: Path, optimized_text: str, tmp_path: Path, *flags: str) -> subprocess.CompletedProcess:
     out = tmp_path / f"planted_{original.name}"
     out.write_text(optimized_text)
@@ -160,7 +181,7 @@ def _verify(original: Path, optimized_text: str, tmp_path: Path, *flags: str) ->
 
 
 def test_verify_fails_on_a_restrict_promise_the_aliasing_breaks(tmp_path):
-    text = optimized(REUSE, ("ROWS=8",)).output
+    text = optimized(REUSE, ("ROWS=8",), passes=()).output  # every aliasing pointer a parameter
     planted = re.sub(r"(__global__ void __launch_bounds__\(256\) sirius_fused_0\()([^)]*)\)",
                      lambda m: m.group(1) + m.group(2).replace("float * ", "float *__restrict ") + ")", text)
     assert planted != text
