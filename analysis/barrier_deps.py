@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import islpy as isl
 
 from sirius.analysis.kernel_model import Access, Barrier
-from sirius.analysis.program_model import LaunchInstance, instance_maps
+from sirius.analysis.program_model import LaunchInstance, instance_maps, isl_ident
 
 DIMS = ["bx", "by", "bz", "tx", "ty", "tz"]
 
@@ -95,6 +95,11 @@ def _orderers(a1: Access, a2: Access, common: tuple[str, ...], carried: int | No
     return tuple(out)
 
 
+def _anywhere(buffer: str, loops: int) -> isl.Map:
+    dims = DIMS + [f"l{k}" for k in range(loops)]
+    return isl.Map(f"{{ [{', '.join(dims)}] -> {isl_ident(buffer)}[o0] }}")
+
+
 def _buffers_shared_between_threads(parsed: list[tuple[Access, str, isl.Map]]) -> set[str]:
     """Buffers where two threads of one block may touch one element, one of them writing.
 
@@ -128,8 +133,8 @@ def barrier_dependences(inst: LaunchInstance) -> tuple[list[VirtualDependence], 
     for m in maps:
         try:
             parsed.append((m.access, m.buffer, isl.Map(m.isl)))
-        except isl.Error:
-            continue
+        except isl.Error:  # not understood: the access may touch any element, in any thread
+            parsed.append((m.access, m.buffer, _anywhere(m.buffer, len(m.access.loops))))
     deps: list[VirtualDependence] = []
     barriers = [b for b in kernel.barriers if b.kind == "block"]
     shared_between_threads = _buffers_shared_between_threads(parsed)

@@ -88,6 +88,7 @@ class Barrier:
     loops: tuple[str, ...]
     kind: str = "block"  # "block" (__syncthreads) or "warp" (__syncwarp)
     position: tuple[int, int] = (0, 0)
+    every_path: bool = False  # on every path from entry to return, outside loops: each thread passes it once
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ _BARRIER_INTRINSIC = re.compile(r"^llvm\.nvvm\.(barrier|bar\.sync|bar\.red|barri
 _WHOLE_BLOCK_BARRIER = re.compile(r"^llvm\.nvvm\.(barrier0(\.(popc|and|or))?|barrier\.sync|bar\.sync|"
                                   r"barrier\.cta\.(sync|red\.\w+)(\.aligned)?\.all)$")
 _WARP_BARRIER = "llvm.nvvm.bar.warp.sync"
-_WARP_OPS = re.compile(r"^llvm\.nvvm\.(shfl|vote|match|redux)\.")
+_WARP_OPS = re.compile(r"^llvm\.nvvm\.(shfl|vote|match|redux|activemask)\b")
 _UNSUPPORTED_CALLS = {
     "cudaLaunchDevice": "dynamic parallelism (device-side launch)",
     "cudaGetParameterBuffer": "dynamic parallelism (device-side launch)",
@@ -231,7 +232,9 @@ def build_kernel_model(func: Function, module: Module, name: str, params: list[P
                 asm = _INLINE_ASM.search(instr.text) if callee is None else None
                 if asm is not None:
                     body = re.sub(r"\\0[9AaDd]|[{}]", " ", asm.group(1))  # braces and escaped whitespace
-                    if not _PURE_ASM.fullmatch(body):
+                    if body.split() and body.split()[0].startswith("activemask"):
+                        warp_ops.append(("activemask", instr.line))  # which lanes are converged here
+                    elif not _PURE_ASM.fullmatch(body):
                         unsupported.append(f"inline assembly at line {instr.line}: {body.strip()[:40]}")
                 elif callee is None:
                     unsupported.append(f"indirect call at line {instr.line}")
@@ -239,7 +242,8 @@ def build_kernel_model(func: Function, module: Module, name: str, params: list[P
                     barriers.append(Barrier(instr.line, nest, kind="warp", position=point))
                 elif _BARRIER_INTRINSIC.match(callee):
                     # every barrier counts for early exits, understood or not
-                    barriers.append(Barrier(instr.line, nest, position=point))
+                    barriers.append(Barrier(instr.line, nest, position=point,
+                                            every_path=not nest and _on_every_path(func, block)))
                     barrier_blocks.add(block)
                     if not _whole_block_barrier(callee, instr):
                         unsupported.append(f"named or partial barrier ({callee}) at line {instr.line}")
@@ -284,6 +288,20 @@ def build_kernel_model(func: Function, module: Module, name: str, params: list[P
                        tuple(barriers), tuple(early_exits), loops, tuple(accesses), tuple(warp_ops),
                        tuple(dict.fromkeys(unsupported)), noalias=_noalias_params(func.header),
                        max_threads=_max_threads(func.header, module.text), scoped_alias=scoped)
+
+
+def _on_every_path(func: Function, block: Block) -> bool:
+    """No return is reachable from the entry without passing ``block``."""
+    seen, work = {block}, [func.entry]
+    while work:
+        b = work.pop()
+        if b in seen:
+            continue
+        if b.terminator.opcode == "ret":
+            return False
+        seen.add(b)
+        work.extend(b.succs)
+    return True
 
 
 def _noalias_params(header: str) -> tuple[int, ...]:

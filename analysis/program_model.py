@@ -137,6 +137,13 @@ def _dims_used(stmt: HostStatement, symbols: set[str]) -> list[str]:
     return dims
 
 
+def isl_ident(name: str) -> str:
+    """``name`` as an isl tuple name: clang names some shared arrays ``x (.0)``, which isl
+    cannot read (two names may meet here; that only joins what they touch)."""
+    out = re.sub(r"\W", "_", name)
+    return out if out and not out[0].isdigit() else f"b_{out}"
+
+
 def access_map(stmt: HostStatement, kernel: KernelModel, access: Access, subs: dict[str, Expr],
                buffer: str, base_offset: Expr | None, dims: list[str] | None = None) -> AccessMap:
     """The isl map of one access at one launch (see the module docstring).
@@ -170,11 +177,12 @@ def access_map(stmt: HostStatement, kernel: KernelModel, access: Access, subs: d
             else:
                 bounds.append(f"0 <= {d}")
     constraints = bounds + ([aff_guard.to_isl()] if aff_guard is not None else [])
+    name = isl_ident(buffer)
     if offset is not None:
-        out = f"{buffer}[{offset.floordiv(unit)}]" if base_offset is None else \
-            f"{buffer}[{(offset + base_offset).floordiv(unit)}]"
+        out = f"{name}[{offset.floordiv(unit)}]" if base_offset is None else \
+            f"{name}[{(offset + base_offset).floordiv(unit)}]"
     else:
-        out = f"{buffer}[o0]"
+        out = f"{name}[o0]"
         exact = False
     params = sorted(symbols - set(dims) - set(access.loops))
     text = (f"[{', '.join(params)}] -> " if params else "") + \

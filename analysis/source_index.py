@@ -43,6 +43,7 @@ class KernelDecl:
     template_params: str = ""  # "typename T, int K = 1": the template parameter list of a template instance
     template_args: tuple[str, ...] = ()  # the instance's template arguments, as C++ text
     unwritable: str | None = None  # why the kernel cannot be written again as a fragment, if it cannot
+    body_line: int = 0  # the line body_text starts at, in range.file
 
 
 @dataclass(frozen=True)
@@ -273,7 +274,8 @@ def _kernel_decl(c, source: bytes, main_file: str, **instance) -> KernelDecl:
     return KernelDecl(c.spelling, instance.pop("stub", c.mangled_name or c.spelling), params, _range(c),
                       _params_text(source, c, body), _text(source, body) if body else "",
                       tuple(sorted(_callees_reading_indices(body, main_file))) if body else (),
-                      namespaces, unwritable=unwritable, **instance)
+                      namespaces, unwritable=unwritable, body_line=body.extent.start.line if body else 0,
+                      **instance)
 
 
 def _template_instance(pattern, instance, source: bytes, main_file: str) -> KernelDecl:

@@ -46,7 +46,7 @@ from sirius.analysis.barrier_deps import BarrierRole, VirtualDependence, barrier
 from sirius.analysis.evaluate import Formula, conjunction
 from sirius.analysis.host_model import ArgValue, HostStatement
 from sirius.analysis.kernel_model import Access, KernelModel
-from sirius.analysis.program_model import LaunchInstance, ProgramModel, launch_substitution
+from sirius.analysis.program_model import LaunchInstance, ProgramModel, isl_ident, launch_substitution
 from sirius.analysis.symbolic import Expr
 
 BLOCK = ("bx", "by", "bz")
@@ -95,11 +95,6 @@ class UAR:
 
 
 # ------------------------------------------------------------ names & units
-
-def _ident(name: str) -> str:
-    out = re.sub(r"\W", "_", name)
-    return out if out and not out[0].isdigit() else f"b_{out}"
-
 
 def _instance_dims(stmt: HostStatement) -> list[str]:
     dims = list(stmt.loops)
@@ -229,7 +224,7 @@ def _touch_map(t: _Touch, unit: int, alloc_bytes: dict[str, int | None], ctx: st
     if kvars:
         body = f"exists ({', '.join(kvars)} : {body})"
     cons.append(body)
-    text = f"{{ S{stmt.index}[{', '.join(dims)}] -> {_ident(t.buffer)}[e] : {' and '.join(c for c in cons if c)} }}"
+    text = f"{{ S{stmt.index}[{', '.join(dims)}] -> {isl_ident(t.buffer)}[e] : {' and '.join(c for c in cons if c)} }}"
     try:
         return isl.Map(ctx + text)
     except isl.Error:

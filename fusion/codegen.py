@@ -24,6 +24,7 @@ from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.fusion import kernel_ir as ir
 from sirius.fusion.kernel_ir import KernelIR
 from sirius.fusion.promises import strip_restrict
+from sirius.fusion.redundant_barriers import drop_barrier_lines
 from sirius.fusion.schedule import FusionGroup, Schedule
 
 _INDEX_NAMES = ("blockIdx", "threadIdx", "blockDim", "gridDim")
@@ -40,10 +41,10 @@ def _fragment_call(inst: LaunchInstance, decl) -> str:
     return f"{scope}{_fragment_name(inst)}{targs}"
 
 
-def _fragment(inst: LaunchInstance, decl) -> str:
+def _fragment(inst: LaunchInstance, decl, removed_barriers: tuple[int, ...] = ()) -> str:
     """The kernel's body as a device function, in the kernel's namespaces (its body names
     what they hold) and, for a template instance, a template called with the instance's
-    arguments."""
+    arguments; without the own barriers at ``removed_barriers`` (source lines)."""
     shadow = "\n".join([
         "  const uint3 blockIdx = sirius_bid;", "  const uint3 threadIdx = sirius_tid;",
         "  const dim3 blockDim = sirius_bdim;", "  const dim3 gridDim = sirius_gdim;",
@@ -59,7 +60,7 @@ def _fragment(inst: LaunchInstance, decl) -> str:
             + (opening + "\n" if opening else "") + template +
             f"static __device__ __forceinline__ void {_fragment_name(inst)}(\n"
             f"    const uint3 sirius_bid, const uint3 sirius_tid, const dim3 sirius_bdim, const dim3 sirius_gdim"
-            f"{sep}{params}) {{\n{shadow}\n  {decl.body_text}\n}}\n"
+            f"{sep}{params}) {{\n{shadow}\n  {drop_barrier_lines(decl.body_text, decl.body_line, removed_barriers)}\n}}\n"
             + ("}" * len(decl.namespaces) + "\n" if decl.namespaces else ""))
 
 
@@ -370,11 +371,11 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
     kernels_text: list[str] = []
     done: set[str] = set()
     for k in kernels:
-        for i in k.group.launches:
-            name = _fragment_name(insts[i])
+        for f in (f for lane in k.lanes for f in lane.fragments):
+            name = _fragment_name(insts[f.launch])
             if name not in done:
                 done.add(name)
-                kernels_text.append(_fragment(insts[i], decls[i]))
+                kernels_text.append(_fragment(insts[f.launch], decls[f.launch], f.removed_barriers))
     fused: dict[int, KernelIR] = {}
     edits: list[tuple[int, int, str]] = []
     for k in kernels:

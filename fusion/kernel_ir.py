@@ -76,6 +76,7 @@ class Fragment:
     reindex: str | None = None  # isl map: lane anchor's (block, thread) -> this launch's instance
     reindex_needs_barrier: bool = False  # a same-block dependence remains after re-indexing
     shared: tuple[str, ...] = ()  # shared arrays it uses (symbols; "extern" for dynamic)
+    removed_barriers: tuple[int, ...] = ()  # source lines of its own barriers left out (they order nothing)
 
 
 @dataclass(frozen=True)
@@ -268,4 +269,6 @@ def format_kernel(k: KernelIR) -> str:
                 how = " re-indexed" if s.reindex else ""
                 lines.append(f"    S{s.launch} {s.kernel}{how} grid {_dims(s.grid)} block {_dims(s.block)}"
                              f" ({', '.join(s.args)})")
+                if s.removed_barriers:
+                    lines.append(f"      own barriers removed at lines {', '.join(map(str, s.removed_barriers))}")
     return "\n".join(lines) + "\n"

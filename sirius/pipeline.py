@@ -20,6 +20,7 @@ from sirius.fusion.check import CheckResult, check_program
 from sirius.fusion.codegen import generate
 from sirius.fusion.host_constants import propagate_host_constants
 from sirius.fusion.kernel_ir import KernelIR, lower
+from sirius.fusion.redundant_barriers import eliminate_redundant_barriers
 from sirius.fusion.promises import BrokenPromise, keep_promises, split_group
 from sirius.fusion.schedule import Schedule, build_schedule
 from sirius.fusion.wavefront import Wavefront, plan_wavefront
@@ -36,6 +37,8 @@ class KernelPass:
 
 
 KERNEL_PASSES: tuple[KernelPass, ...] = (
+    KernelPass("redundant-barriers", lambda kernels, st: eliminate_redundant_barriers(kernels, st.model),
+               "barriers that order no dependence go: fragments' own, and those placed between fragments"),
     KernelPass("host-constants", lambda kernels, st: propagate_host_constants(kernels, st.model),
                "integer arguments, pointer distances and launch shapes the guard checks become constants"),
 )

@@ -95,7 +95,9 @@ def _render(rep: dict) -> str:
         lines.append(f"  not fused: {who}: {r['reason']}")
     for p in rep["passes"]:
         if p["changes"]:
-            lines.append(f"  pass {p['name']}: " + "; ".join(p["changes"]))
+            shown = p["changes"][:3] + ([f"... and {len(p['changes']) - 3} more kernels (see the report)"]
+                                        if len(p["changes"]) > 3 else [])
+            lines.append(f"  pass {p['name']}: " + "; ".join(shown))
         elif not p["enabled"]:
             lines.append(f"  pass {p['name']}: switched off")
     for m in rep.get("includes_rewritten", ()):
