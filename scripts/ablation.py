@@ -19,7 +19,6 @@ Usage: scripts/ablation.py [PROGRAM.cu ...] [--json OUT] [--markdown OUT]
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import re
 import subprocess
@@ -30,8 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from sirius.backend.gpu import find_nvcc  # noqa: E402
-from sirius.backend.sass import kernel_figures  # noqa: E402
+from sirius.backend.sass import kernel_figures, static_provenance  # noqa: E402
 from sirius.errors import SiriusError  # noqa: E402
 from sirius.pipeline import pass_names  # noqa: E402
 
@@ -97,14 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         args.markdown.write_text(markdown(rows))
     if args.json:
-        commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
-                                text=True).stdout.strip()
-        nvcc = subprocess.run([find_nvcc(), "--version"], capture_output=True, text=True).stdout.splitlines()
         args.json.write_text(json.dumps({
             "what": "static figures of the fused kernels per stage of the kernel passes",
             "machine": "CPU only (no GPU): nvcc -arch=sm_90 -cubin -Xptxas -v, cuobjdump -sass",
-            "cuda": nvcc[-2] if len(nvcc) >= 2 else "", "date": datetime.date.today().isoformat(),
-            "commit": commit, "command": "scripts/ablation.py " + " ".join(a for a in (argv or sys.argv[1:])),
+            **static_provenance(REPO), "command": "scripts/ablation.py " + " ".join(a for a in (argv or sys.argv[1:])),
             "rows": rows}, indent=1) + "\n")
     return 0
 

@@ -24,17 +24,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 from sirius.analysis.frontend import CompileJob
 from sirius.config import CompileFlags, resolve_toolchain
-from sirius.backend.gpu import find_nvcc
-from sirius.backend.sass import kernel_figures
+from sirius.backend.sass import kernel_figures, static_provenance
 from sirius.errors import ToolchainError
 from sirius.fusion.codegen import generate
 from sirius.fusion.promises import RESTRICT
@@ -84,14 +81,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"LDG.E {fig['ldg_plain']:5d}  registers max {fig['registers_max']:3d} "
                   f"sum {fig['registers_sum']:5d} over {fig['fused_kernels']} fused kernels", flush=True)
     if args.json:
-        commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
-                                text=True).stdout.strip()
-        nvcc = subprocess.run([find_nvcc(), "--version"], capture_output=True, text=True).stdout.splitlines()
         args.json.write_text(json.dumps({
             "what": "static SASS load counts and ptxas registers of the fused kernels, per restrict policy",
             "machine": "CPU only (no GPU): nvcc -arch=sm_90 -cubin, cuobjdump -sass",
-            "cuda": nvcc[-2] if len(nvcc) >= 2 else "", "date": datetime.date.today().isoformat(),
-            "commit": commit, "command": "scripts/bench_promises.py "
+            **static_provenance(REPO), "command": "scripts/bench_promises.py "
             + " ".join(str(p.relative_to(REPO)) if p.is_relative_to(REPO) else str(p) for p in args.programs),
             "rows": rows}, indent=1) + "\n")
     return 0

@@ -92,3 +92,14 @@ def ptxas_resources(verbose_output: str) -> dict[str, tuple[int, int]]:
             resources[kernel] = (int(m.group(1)), int(m.group(2) or 0))
             kernel = None
     return resources
+
+
+def static_provenance(repo: Path) -> dict[str, str]:
+    """What a table of static figures was made with: the CUDA release, the date, the commit."""
+    import datetime
+
+    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    nvcc = subprocess.run([find_nvcc(), "--version"], capture_output=True, text=True).stdout.splitlines()
+    return {"cuda": nvcc[-2] if len(nvcc) >= 2 else "", "date": datetime.date.today().isoformat(),
+            "commit": commit}
