@@ -1,10 +1,11 @@
-"""End to end on the corpus: optimize in every arrangement (and with the kernel passes
-switched off), check the launch counts and refusals, compile the result with nvcc, and
+"""End to end on the corpus: optimize in every arrangement (and with every combination of
+the kernel passes), check the launch counts and refusals, compile the result with nvcc, and
 run original and optimized programs on the CPU backend with `sirius verify` (bit-exact)."""
 
 from __future__ import annotations
 
 import functools
+import itertools
 import shutil
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import pytest
 
 from sirius.analysis.frontend import CompileJob
 from sirius.config import CompileFlags, resolve_toolchain
-from sirius.pipeline import OptimizeState, pairs_without_reason, rearrange, report, run_pipeline
+from sirius.pipeline import OptimizeState, pairs_without_reason, pass_names, rearrange, report, run_pipeline
 
 pytestmark = pytest.mark.toolchain
 
@@ -41,8 +42,13 @@ def optimized(name: str) -> dict[str, OptimizeState]:
     defines = EXPECTED[name][0]
     job = CompileJob(ROOT / "cuda_inputs" / name, CompileFlags(defines=defines), resolve_toolchain())
     auto = run_pipeline(OptimizeState(job))
-    return {"auto": auto, "vertical": rearrange(auto, "vertical"), "horizontal": rearrange(auto, "horizontal"),
-            "auto, fusion alone": rearrange(auto, "auto", passes=())}
+    states = {"auto": auto, "vertical": rearrange(auto, "vertical"), "horizontal": rearrange(auto, "horizontal")}
+    # every combination of the passes after fusion short of all of them ("auto"), fusion alone included
+    names = pass_names()
+    for n in range(len(names)):
+        for combo in itertools.combinations(names, n):
+            states["auto, passes " + ("+".join(combo) or "none")] = rearrange(auto, "auto", passes=combo)
+    return states
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
