@@ -28,6 +28,20 @@ class SourceRange:
 
 
 @dataclass(frozen=True)
+class SharedDecl:
+    """A static ``__shared__`` variable declared in a kernel's body, by a declaration
+    statement of its own: ``element name[d0][d1]...;`` at ``start``..``end`` of the body text."""
+
+    name: str
+    element: str  # the element type as written
+    dims: tuple[int, ...]  # () for a scalar
+    bytes: int
+    start: int  # offsets in KernelDecl.body_text of the whole declaration statement
+    end: int
+    align: int = 16  # bytes: its type's alignment, at least 16; 128 where the declaration asks for one
+
+
+@dataclass(frozen=True)
 class KernelDecl:
     """A kernel's definition as written; for an instance of a kernel template, the
     template's definition with the instance's arguments and parameter types."""
@@ -44,6 +58,8 @@ class KernelDecl:
     template_args: tuple[str, ...] = ()  # the instance's template arguments, as C++ text
     unwritable: str | None = None  # why the kernel cannot be written again as a fragment, if it cannot
     body_line: int = 0  # the line body_text starts at, in range.file
+    shared_decls: tuple[SharedDecl, ...] = ()  # static __shared__ variables its body declares one per statement
+    shared_unlisted: bool = False  # its body declares a __shared__ variable some other way
 
 
 @dataclass(frozen=True)
@@ -257,6 +273,39 @@ def _is_kernel(c) -> bool:
     return any(ch.kind == ci.CursorKind.CUDAGLOBAL_ATTR for ch in c.get_children())
 
 
+def _shared_decls(body, source: bytes) -> tuple[tuple[SharedDecl, ...], bool]:
+    """The static ``__shared__`` variables ``body`` declares one per declaration statement,
+    and whether it declares any other way (several in one statement, ``extern``, a type
+    that is not a fixed-size array or a scalar)."""
+    out, other = [], False
+    origin = body.extent.start.offset
+    for node in body.walk_preorder():
+        if node.kind != ci.CursorKind.VAR_DECL or \
+                not any(ch.kind == ci.CursorKind.CUDASHARED_ATTR for ch in node.get_children()):
+            continue
+        stmt = next((st for st in body.walk_preorder() if st.kind == ci.CursorKind.DECL_STMT
+                     and st.extent.start.offset <= node.extent.start.offset
+                     and node.extent.end.offset <= st.extent.end.offset), None)
+        t, dims = node.type, []
+        while t.kind == ci.TypeKind.CONSTANTARRAY:
+            dims.append(t.get_array_size())
+            t = t.get_array_element_type()
+        single = stmt is not None and sum(1 for ch in stmt.get_children() if ch.kind == ci.CursorKind.VAR_DECL) == 1
+        if not single or node.storage_class == ci.StorageClass.EXTERN or t.kind == ci.TypeKind.INCOMPLETEARRAY \
+                or node.type.get_size() <= 0 or t.is_const_qualified():
+            other = True
+            continue
+        text = source[stmt.extent.start.offset:stmt.extent.end.offset].decode("utf-8", "replace")
+        if "__shared__" not in text or node.spelling not in text or not text.rstrip().endswith(";"):
+            other = True  # written through a macro: its text is not the declaration
+            continue
+        asked = "alignas" in text or "__align__" in text
+        out.append(SharedDecl(node.spelling, t.spelling, tuple(dims), node.type.get_size(),
+                              stmt.extent.start.offset - origin, stmt.extent.end.offset - origin,
+                              max(16, t.get_align(), 128 if asked else 0)))
+    return tuple(out), other
+
+
 def _kernel_decl(c, source: bytes, main_file: str, **instance) -> KernelDecl:
     """The definition ``c`` of a kernel (a kernel template's, with ``instance`` naming the
     instance: its stub, parameters and template arguments)."""
@@ -268,6 +317,7 @@ def _kernel_decl(c, source: bytes, main_file: str, **instance) -> KernelDecl:
         spell = (lambda t: _written(t.get_canonical().spelling)) if namespaces else (lambda t: t.spelling)
         params = tuple((p.spelling, spell(p.type)) for p in c.get_arguments() or [])
     unwritable = instance.pop("unwritable", None)
+    shared = _shared_decls(body, source) if body is not None else ((), False)
     unnamed = next((t for _, t in params if any(u in t for u in _UNNAMED)), None)
     if unwritable is None and unnamed is not None:
         unwritable = f"a parameter's type {unnamed} has no name it can be written with outside the kernel"
@@ -275,7 +325,7 @@ def _kernel_decl(c, source: bytes, main_file: str, **instance) -> KernelDecl:
                       _params_text(source, c, body), _text(source, body) if body else "",
                       tuple(sorted(_callees_reading_indices(body, main_file))) if body else (),
                       namespaces, unwritable=unwritable, body_line=body.extent.start.line if body else 0,
-                      **instance)
+                      shared_decls=shared[0], shared_unlisted=shared[1], **instance)
 
 
 def _template_instance(pattern, instance, source: bytes, main_file: str) -> KernelDecl:

@@ -25,6 +25,7 @@ from sirius.fusion import kernel_ir as ir
 from sirius.fusion.kernel_ir import KernelIR
 from sirius.fusion.promises import strip_restrict
 from sirius.fusion.redundant_barriers import drop_barrier_lines
+from sirius.fusion.shared_overlay import POOL_ALIGNMENT, pool_layout, pooled_declaration
 from sirius.fusion.schedule import FusionGroup, Schedule
 
 _INDEX_NAMES = ("blockIdx", "threadIdx", "blockDim", "gridDim")
@@ -41,10 +42,20 @@ def _fragment_call(inst: LaunchInstance, decl) -> str:
     return f"{scope}{_fragment_name(inst)}{targs}"
 
 
-def _fragment(inst: LaunchInstance, decl, removed_barriers: tuple[int, ...] = ()) -> str:
+def _body(decl, removed_barriers: tuple[int, ...], pooled: bool) -> str:
+    """The kernel's body as a fragment runs it: its static shared arrays as references into
+    the pool when ``pooled``, without the own barriers at ``removed_barriers``."""
+    text = decl.body_text
+    if pooled:
+        for d, offset in sorted(pool_layout(decl)[0], key=lambda p: -p[0].start):
+            text = text[:d.start] + pooled_declaration(d, offset, text[d.start:d.end]) + text[d.end:]
+    return drop_barrier_lines(text, decl.body_line, removed_barriers)
+
+
+def _fragment(inst: LaunchInstance, decl, removed_barriers: tuple[int, ...] = (), pooled: bool = False) -> str:
     """The kernel's body as a device function, in the kernel's namespaces (its body names
     what they hold) and, for a template instance, a template called with the instance's
-    arguments; without the own barriers at ``removed_barriers`` (source lines)."""
+    arguments (see ``_body`` for what the passes change in it)."""
     shadow = "\n".join([
         "  const uint3 blockIdx = sirius_bid;", "  const uint3 threadIdx = sirius_tid;",
         "  const dim3 blockDim = sirius_bdim;", "  const dim3 gridDim = sirius_gdim;",
@@ -60,7 +71,8 @@ def _fragment(inst: LaunchInstance, decl, removed_barriers: tuple[int, ...] = ()
             + (opening + "\n" if opening else "") + template +
             f"static __device__ __forceinline__ void {_fragment_name(inst)}(\n"
             f"    const uint3 sirius_bid, const uint3 sirius_tid, const dim3 sirius_bdim, const dim3 sirius_gdim"
-            f"{sep}{params}) {{\n{shadow}\n  {drop_barrier_lines(decl.body_text, decl.body_line, removed_barriers)}\n}}\n"
+            + (", unsigned char* const sirius_pool" if pooled else "")
+            + f"{sep}{params}) {{\n{shadow}\n  {_body(decl, removed_barriers, pooled)}\n}}\n"
             + ("}" * len(decl.namespaces) + "\n" if decl.namespaces else ""))
 
 
@@ -102,8 +114,9 @@ def _lane_body(lane: ir.Lane, insts, decls, indices: str, indent: str) -> list[s
             out.append(f"{indent}__syncthreads();  // block-level dependence on the fragment before")
             continue
         idx, call = step.launch, _fragment_call(insts[step.launch], decls[step.launch])
+        pool = [f"sirius_pool + {step.pool_offset}"] if step.pooled else []
         if step.reindex is None:
-            out.append(f"{indent}{call}({', '.join([indices, *step.args])});")
+            out.append(f"{indent}{call}({', '.join([indices, *pool, *step.args])});")
             continue
         (gx, gy, gz), (bx, by, bz) = step.grid, step.block
         anchor, cond, c = reindex_code(step.reindex, bid, tid)
@@ -111,7 +124,7 @@ def _lane_body(lane: ir.Lane, insts, decls, indices: str, indent: str) -> list[s
         out += [f"{indent}  {d}" for d in anchor]
         out.append(f"{indent}  if ({cond}) {{")
         args = [f"make_uint3({c[0]}, {c[1]}, {c[2]})", f"make_uint3({c[3]}, {c[4]}, {c[5]})",
-                f"dim3({bx}, {by}, {bz})", f"dim3({gx}, {gy}, {gz})", *step.args]
+                f"dim3({bx}, {by}, {bz})", f"dim3({gx}, {gy}, {gz})", *pool, *step.args]
         out.append(f"{indent}    {call}({', '.join(args)});")
         out.append(f"{indent}  }}")
         out.append(f"{indent}}}")
@@ -135,6 +148,8 @@ def _fused_kernel(k: KernelIR, insts, decls) -> str:
     """The text of a fused kernel: one lane runs in every block with the builtin indices;
     several dispatch on the block index, each with its own shape."""
     body: list[str] = [f"  {p.definition}" for p in k.params if not p.passed]
+    if k.pool:
+        body.append(f"  __shared__ __align__({POOL_ALIGNMENT}) unsigned char sirius_pool[{k.pool}];")
     if len(k.lanes) == 1:
         g, b = k.lanes[0].grid, k.lanes[0].block
         shapes = (f"dim3({b[0]}, {b[1]}, {b[2]}), dim3({g[0]}, {g[1]}, {g[2]})" if k.constant_shapes
@@ -375,7 +390,7 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
             name = _fragment_name(insts[f.launch])
             if name not in done:
                 done.add(name)
-                kernels_text.append(_fragment(insts[f.launch], decls[f.launch], f.removed_barriers))
+                kernels_text.append(_fragment(insts[f.launch], decls[f.launch], f.removed_barriers, f.pooled))
     fused: dict[int, KernelIR] = {}
     edits: list[tuple[int, int, str]] = []
     for k in kernels:

@@ -77,6 +77,8 @@ class Fragment:
     reindex_needs_barrier: bool = False  # a same-block dependence remains after re-indexing
     shared: tuple[str, ...] = ()  # shared arrays it uses (symbols; "extern" for dynamic)
     removed_barriers: tuple[int, ...] = ()  # source lines of its own barriers left out (they order nothing)
+    pooled: bool = False  # its static shared arrays lie in the kernel's pool (fusion.shared_overlay)
+    pool_offset: int = 0  # from this byte of the pool
 
 
 @dataclass(frozen=True)
@@ -144,6 +146,7 @@ class KernelIR:
     wave: object | None = None  # fusion.wavefront.Wavefront for a wave kernel
     assumptions: tuple[str, ...] = ()  # run-time conditions guarding the fused launches (C)
     constant_shapes: bool = False  # fragments see their launch shape as constants, not blockDim/gridDim
+    pool: int = 0  # bytes of the shared pool pooled fragments share (0: none)
 
     @property
     def restrict(self) -> frozenset[str]:
@@ -266,7 +269,7 @@ def format_kernel(k: KernelIR) -> str:
                                 for o in s.orders)
                 lines.append(f"    barrier: {why}")
             else:
-                how = " re-indexed" if s.reindex else ""
+                how = (" re-indexed" if s.reindex else "") + (f" pooled at {s.pool_offset}" if s.pooled else "")
                 lines.append(f"    S{s.launch} {s.kernel}{how} grid {_dims(s.grid)} block {_dims(s.block)}"
                              f" ({', '.join(s.args)})")
                 if s.removed_barriers:

@@ -140,7 +140,7 @@ def drop_barrier_lines(body_text: str, body_line: int, lines: tuple[int, ...]) -
 
 # ------------------------------------------------------------------ barriers between fragments
 
-def _stands_between(lane: Lane, k: KernelIR, position: int, removed: dict[int, tuple[int, ...]], insts) -> bool:
+def stands_between(lane: Lane, k: KernelIR, position: int, removed: dict[int, tuple[int, ...]], insts) -> bool:
     """The statement at ``position`` of the lane's body is a barrier every thread passes."""
     s = lane.body[position]
     if isinstance(s, Barrier):
@@ -154,7 +154,7 @@ def _stands_between(lane: Lane, k: KernelIR, position: int, removed: dict[int, t
 def _lane_without_redundant(lane: Lane, k: KernelIR, removed, insts) -> tuple[Lane, int]:
     at = {s.launch: n for n, s in enumerate(lane.body) if isinstance(s, Fragment)}
     orderings: list[Ordering] = [o for s in lane.body if isinstance(s, Barrier) for o in s.orders]
-    points = {n for n in range(len(lane.body)) if _stands_between(lane, k, n, removed, insts)}
+    points = {n for n in range(len(lane.body)) if stands_between(lane, k, n, removed, insts)}
 
     def kept(o: Ordering, points: set[int]) -> bool:
         return any(at[o.before] < n < at[o.after] for n in points)

@@ -20,9 +20,10 @@ from sirius.fusion.check import CheckResult, check_program
 from sirius.fusion.codegen import generate
 from sirius.fusion.host_constants import propagate_host_constants
 from sirius.fusion.kernel_ir import KernelIR, lower
-from sirius.fusion.redundant_barriers import eliminate_redundant_barriers
 from sirius.fusion.promises import BrokenPromise, keep_promises, split_group
+from sirius.fusion.redundant_barriers import eliminate_redundant_barriers
 from sirius.fusion.schedule import Schedule, build_schedule
+from sirius.fusion.shared_overlay import overlay_shared_memory
 from sirius.fusion.wavefront import Wavefront, plan_wavefront
 
 
@@ -39,6 +40,8 @@ class KernelPass:
 KERNEL_PASSES: tuple[KernelPass, ...] = (
     KernelPass("redundant-barriers", lambda kernels, st: eliminate_redundant_barriers(kernels, st.model),
                "barriers that order no dependence go: fragments' own, and those placed between fragments"),
+    KernelPass("shared-overlay", lambda kernels, st: overlay_shared_memory(kernels, st.model),
+               "fragments' static shared arrays share one region, with a barrier between users"),
     KernelPass("host-constants", lambda kernels, st: propagate_host_constants(kernels, st.model),
                "integer arguments, pointer distances and launch shapes the guard checks become constants"),
 )
