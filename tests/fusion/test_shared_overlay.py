@@ -19,6 +19,7 @@ pytestmark = pytest.mark.toolchain
 ROOT = Path(__file__).resolve().parents[2]
 SOFTMAX = ROOT / "cuda_inputs" / "softmax.cu"
 BARRIERS = ROOT / "tests" / "filecheck" / "optimize_redundant_barriers.cu"
+SIDE_BY_SIDE = ROOT / "tests" / "filecheck" / "optimize_shared_overlay_horizontal.cu"
 SIRIUS = str(Path(sys.executable).parent / "sirius")
 
 
@@ -69,13 +70,12 @@ def test_without_a_barrier_between_the_pool_would_not_shrink_and_is_not_used():
     assert printed["passes"] == printed["promises"] and state.pass_changes == {"shared-overlay": []}
 
 
-def test_softmax_with_its_reductions_overlaid_verifies(tmp_path):
-    out = tmp_path / "softmax.cu"
-    proc = subprocess.run([SIRIUS, "optimize", str(SOFTMAX), "-o", str(out)], capture_output=True, text=True,
+@pytest.mark.parametrize("program, pool", [(SOFTMAX, 1024), (SIDE_BY_SIDE, 2048)], ids=["vertical", "horizontal"])
+def test_overlaid_programs_verify(program, pool, tmp_path):
+    out = tmp_path / program.name
+    proc = subprocess.run([SIRIUS, "optimize", str(program), "-o", str(out)], capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stderr
-    text = out.read_text()
-    assert "  float (&sdata)[256] = *reinterpret_cast<float (*)[256]>(sirius_pool + 0);" in text
-    assert "  __shared__ __align__(128) unsigned char sirius_pool[1024];" in text
-    proc = subprocess.run([SIRIUS, "verify", str(SOFTMAX), str(out)], capture_output=True, text=True, timeout=600)
+    assert f"  __shared__ __align__(128) unsigned char sirius_pool[{pool}];" in out.read_text()
+    proc = subprocess.run([SIRIUS, "verify", str(program), str(out)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0 and "result: all equal" in proc.stdout, proc.stdout + proc.stderr
