@@ -151,22 +151,30 @@ def stands_between(lane: Lane, k: KernelIR, position: int, removed: dict[int, tu
     return any(b.kind == "block" and b.every_path and b.line not in removed.get(s.launch, ()) for b in own)
 
 
-def _lane_without_redundant(lane: Lane, k: KernelIR, removed, insts) -> tuple[Lane, int]:
+def without_covered_barriers(lane: Lane, points: set[int]) -> tuple[Lane, int]:
+    """The lane without each placed barrier whose orderings, and those of the barriers
+    removed before it, another of the barrier ``points`` (positions in the body) keeps;
+    and how many went. A removed barrier's orderings move to a placed barrier that keeps
+    them, so that what each barrier orders stays recorded for the passes after."""
     at = {s.launch: n for n, s in enumerate(lane.body) if isinstance(s, Fragment)}
-    orderings: list[Ordering] = [o for s in lane.body if isinstance(s, Barrier) for o in s.orders]
-    points = {n for n in range(len(lane.body)) if stands_between(lane, k, n, removed, insts)}
+    orders = {n: list(s.orders) for n, s in enumerate(lane.body) if isinstance(s, Barrier)}
+    orderings: list[Ordering] = [o for each in orders.values() for o in each]
+    points = set(points)
 
-    def kept(o: Ordering, points: set[int]) -> bool:
-        return any(at[o.before] < n < at[o.after] for n in points)
+    def keepers(o: Ordering, points: set[int]) -> list[int]:
+        return [n for n in sorted(points) if at[o.before] < n < at[o.after]]
 
-    body = list(lane.body)
-    gone = 0
-    for n, s in enumerate(lane.body):
-        if isinstance(s, Barrier) and all(kept(o, points - {n}) for o in orderings):
+    for n in sorted(orders):
+        if all(keepers(o, points - {n}) for o in orderings):
             points.discard(n)
-            body[n] = None
-            gone += 1
-    return dataclasses.replace(lane, body=tuple(s for s in body if s is not None)), gone
+            for o in orders.pop(n):
+                placed = [m for m in keepers(o, points) if m in orders]
+                if placed and o not in orders[placed[0]]:
+                    orders[placed[0]].append(o)
+    body = [Barrier(tuple(orders[n])) if isinstance(s, Barrier) else s
+            for n, s in enumerate(lane.body) if not isinstance(s, Barrier) or n in orders]
+    gone = sum(isinstance(s, Barrier) for s in lane.body) - len(orders)
+    return dataclasses.replace(lane, body=tuple(body)), gone
 
 
 def eliminate_redundant_barriers(kernels: list[KernelIR], model: ProgramModel) -> tuple[list[KernelIR], list[str]]:
@@ -187,7 +195,8 @@ def eliminate_redundant_barriers(kernels: list[KernelIR], model: ProgramModel) -
             lanes.append(lane)
         placed = 0
         for n, lane in enumerate(lanes):
-            lanes[n], gone = _lane_without_redundant(lane, k, removed, insts)
+            points = {m for m in range(len(lane.body)) if stands_between(lane, k, m, removed, insts)}
+            lanes[n], gone = without_covered_barriers(lane, points)
             placed += gone
         own_gone = sum(len(v) for v in removed.values())
         out.append(dataclasses.replace(k, lanes=tuple(lanes)))

@@ -17,6 +17,7 @@ from sirius.analysis.uar import UAR, build_uar
 from sirius.errors import SiriusError
 from sirius.fusion.barriers import place_barriers
 from sirius.fusion.check import CheckResult, check_program
+from sirius.fusion.code_motion import interleave_fragments
 from sirius.fusion.codegen import generate
 from sirius.fusion.host_constants import propagate_host_constants
 from sirius.fusion.kernel_ir import KernelIR, lower
@@ -38,6 +39,8 @@ class KernelPass:
 
 
 KERNEL_PASSES: tuple[KernelPass, ...] = (
+    KernelPass("code-motion", lambda kernels, st: interleave_fragments(kernels, st.uar),
+               "independent fragments of a lane are reordered to share barriers"),
     KernelPass("redundant-barriers", lambda kernels, st: eliminate_redundant_barriers(kernels, st.model),
                "barriers that order no dependence go: fragments' own, and those placed between fragments"),
     KernelPass("shared-overlay", lambda kernels, st: overlay_shared_memory(kernels, st.model),
