@@ -9,10 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sirius.analysis.frontend import CompileJob
-from sirius.config import CompileFlags, resolve_toolchain
-from sirius.fusion.kernel_ir import format_kernel
-from sirius.pipeline import PIPELINE, OptimizeState
+from tests.fusion.pass_ir import ir_before_and_after
 
 pytestmark = pytest.mark.toolchain
 
@@ -20,16 +17,9 @@ PROGRAM = Path(__file__).parents[1] / "filecheck" / "optimize_code_motion.cu"
 SIRIUS = str(Path(sys.executable).parent / "sirius")
 
 
-def _lanes(path: Path) -> tuple[dict[str, list[str]], OptimizeState]:
-    state = OptimizeState(CompileJob(path, CompileFlags(), resolve_toolchain()), arrangement="vertical",
-                          passes=("code-motion",))
-    printed = {}
-    for stage in PIPELINE:
-        stage.run(state)
-        if stage.name in ("promises", "passes"):
-            printed[stage.name] = [line for line in format_kernel(state.kernels[0]).splitlines()
-                                   if line.startswith("    ")]
-    return printed, state
+def _lanes(path: Path):
+    before, after, state = ir_before_and_after(path, ("code-motion",), "vertical", lambda line: line.startswith("    "))
+    return {"promises": before, "passes": after}, state
 
 
 def test_ir_before_and_after_the_pass():

@@ -11,10 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sirius.analysis.frontend import CompileJob
-from sirius.config import CompileFlags, resolve_toolchain
-from sirius.fusion.kernel_ir import format_kernel
-from sirius.pipeline import PIPELINE, OptimizeState
+from tests.fusion.pass_ir import ir_before_and_after
 
 pytestmark = pytest.mark.toolchain
 
@@ -27,13 +24,7 @@ def sirius(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_ir_before_and_after_the_pass():
-    state = OptimizeState(CompileJob(PROGRAM, CompileFlags(), resolve_toolchain()))
-    printed = {}
-    for stage in PIPELINE:
-        stage.run(state)
-        if stage.name in ("promises", "passes"):
-            printed[stage.name] = format_kernel(state.kernels[0]).splitlines()
-    before, after = printed["promises"], printed["passes"]
+    before, after, state = ir_before_and_after(PROGRAM)
     assert before[1:10] == [
         "  param s6_W: const float * -> W + 0", "  param s6_x: const float * -> x + 0",
         "  param s6_y: float * -> y + 0", "  param s6_rows: int",

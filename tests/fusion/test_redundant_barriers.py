@@ -10,10 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sirius.analysis.frontend import CompileJob
-from sirius.config import CompileFlags, resolve_toolchain
-from sirius.fusion.kernel_ir import format_kernel
-from sirius.pipeline import PIPELINE, OptimizeState
+from tests.fusion.pass_ir import ir_before_and_after
 
 pytestmark = pytest.mark.toolchain
 
@@ -23,15 +20,9 @@ SIRIUS = str(Path(sys.executable).parent / "sirius")
 IDLE_LINE = PROGRAM.read_text().split("\n").index("  if (threadIdx.x == 0) m[blockIdx.x] = result;")
 
 
-def _lanes(path: Path, stage_names=("promises", "passes")) -> tuple[dict[str, list[str]], OptimizeState]:
-    state = OptimizeState(CompileJob(path, CompileFlags(), resolve_toolchain()), passes=("redundant-barriers",))
-    printed = {}
-    for stage in PIPELINE:
-        stage.run(state)
-        if stage.name in stage_names:
-            text = format_kernel(state.kernels[0]).splitlines()
-            printed[stage.name] = [line for line in text if line.startswith("    ")]
-    return printed, state
+def _lanes(path: Path):
+    before, after, state = ir_before_and_after(path, ("redundant-barriers",), keep=lambda line: line.startswith("    "))
+    return {"promises": before, "passes": after}, state
 
 
 def test_ir_before_and_after_the_pass():

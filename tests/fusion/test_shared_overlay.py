@@ -9,10 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sirius.analysis.frontend import CompileJob
-from sirius.config import CompileFlags, resolve_toolchain
-from sirius.fusion.kernel_ir import format_kernel
-from sirius.pipeline import PIPELINE, OptimizeState
+from tests.fusion.pass_ir import ir_before_and_after
 
 pytestmark = pytest.mark.toolchain
 
@@ -23,15 +20,9 @@ SIDE_BY_SIDE = ROOT / "tests" / "filecheck" / "optimize_shared_overlay_horizonta
 SIRIUS = str(Path(sys.executable).parent / "sirius")
 
 
-def _printed(path: Path) -> tuple[dict[str, list[str]], OptimizeState]:
-    state = OptimizeState(CompileJob(path, CompileFlags(), resolve_toolchain()), passes=("shared-overlay",))
-    printed = {}
-    for stage in PIPELINE:
-        stage.run(state)
-        if stage.name in ("promises", "passes"):
-            printed[stage.name] = [line for line in format_kernel(state.kernels[0]).splitlines()
-                                   if not line.startswith("  param")]
-    return printed, state
+def _printed(path: Path):
+    before, after, state = ir_before_and_after(path, ("shared-overlay",), keep=lambda line: not line.startswith("  param"))
+    return {"promises": before, "passes": after}, state
 
 
 def test_ir_before_and_after_the_pass():
