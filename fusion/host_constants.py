@@ -24,7 +24,7 @@ import dataclasses
 import re
 
 from sirius.analysis.program_model import ProgramModel
-from sirius.fusion.kernel_ir import KernelIR, Param
+from sirius.fusion.kernel_ir import KernelIR, Param, each_kernel
 
 
 _INTEGER = re.compile(r"(?:(?:un)?signed\s+)?(?:char|short|int|long|long\s+long|long\s+int|short\s+int|"
@@ -69,13 +69,4 @@ def _fold(k: KernelIR, model: ProgramModel) -> tuple[KernelIR, list[str]]:
 def propagate_host_constants(kernels: list[KernelIR], model: ProgramModel) -> tuple[list[KernelIR], list[str]]:
     """Each fused kernel with its known host values folded in (see the module docstring),
     and what was folded, one line per kernel (``--print-after passes`` shows each value)."""
-    out, report = [], []
-    for k in kernels:
-        if k.wave is not None:
-            out.append(k)
-            continue
-        folded, changes = _fold(k, model)
-        out.append(folded)
-        if changes:
-            report.append(f"{k.name}: " + "; ".join(changes))
-    return out, report
+    return each_kernel(kernels, lambda k: _fold(k, model))

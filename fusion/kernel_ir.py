@@ -14,6 +14,7 @@ and remove what they prove, and code generation prints the result.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.fusion.promises import fused_param_name, strip_restrict
@@ -167,6 +168,23 @@ class KernelIR:
 
     def params_of(self, launch: int) -> tuple[Param, ...]:
         return tuple(p for p in self.params if p.launch == launch)
+
+
+def each_kernel(kernels: list[KernelIR], change: Callable[[KernelIR], tuple[KernelIR, list[str]]]
+                ) -> tuple[list[KernelIR], list[str]]:
+    """A kernel pass applied to every fused kernel but the wave kernels (whose arguments the
+    wave computes from its iterators): ``change(k)`` gives the kernel and what it changed,
+    reported as one ``NAME: what; what`` line per changed kernel."""
+    out, report = [], []
+    for k in kernels:
+        if k.wave is not None:
+            out.append(k)
+            continue
+        changed, what = change(k)
+        out.append(changed)
+        if what:
+            report.append(f"{k.name}: " + "; ".join(what))
+    return out, report
 
 
 # ------------------------------------------------------------------ lowering

@@ -5,7 +5,8 @@ For each program the optimizer runs once per stage: fusion alone (``--passes non
 then each kernel pass added in pipeline order. Each optimized program is compiled
 with ``nvcc -arch=sm_90 -cubin -Xptxas -v`` and disassembled with ``cuobjdump -sass``;
 over its fused kernels (``sirius_fused_N``, ``sirius_wave_N``) the table gives the
-SASS instructions, the ``BAR.SYNC`` instructions, the largest register count per
+SASS instructions, the ``BAR.SYNC`` instructions, the global loads (``LDG``, and
+of them those through the read-only path), the largest register count per
 thread and static shared memory per block, beside the barriers the optimizer placed
 between fragments and the launches per run. Static figures only; no GPU needed.
 
@@ -59,16 +60,19 @@ def measure(program: Path, passes: str) -> dict:
             "fused_kernels": len(figures),
             "sass_instructions": sum(f.instructions for f in figures.values()),
             "bar_sync": sum(f.barriers for f in figures.values()),
+            "global_loads": sum(f.ldg_plain + f.ldg_constant for f in figures.values()),
+            "global_loads_read_only": sum(f.ldg_constant for f in figures.values()),
             "registers_max": max((f.registers for f in figures.values()), default=0),
             "shared_max": max((f.shared for f in figures.values()), default=0)}
 
 
 def markdown(rows: list[dict]) -> str:
     lines = ["| program | stage | launches | fused kernels | barriers placed | BAR.SYNC | SASS instructions "
-             "| registers (max) | shared bytes (max) |", "|---|---|---|---|---|---|---|---|---|"]
+             "| LDG (read-only) | registers (max) | shared bytes (max) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['program']} | {r['stage']} | {r['launches_after']} | {r['fused_kernels']} | "
-                     f"{r['barriers_placed']} | {r['bar_sync']} | {r['sass_instructions']} | {r['registers_max']} | "
+                     f"{r['barriers_placed']} | {r['bar_sync']} | {r['sass_instructions']} | "
+                     f"{r['global_loads']} ({r['global_loads_read_only']}) | {r['registers_max']} | "
                      f"{r['shared_max']} |")
     return "\n".join(lines) + "\n"
 
@@ -88,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
                 row = {"program": name, "stage": label, "passes": passes, **measure(program, passes)}
                 rows.append(row)
                 print(f"{name:32s} {label:18s} SASS {row['sass_instructions']:7d}  BAR.SYNC {row['bar_sync']:4d}  "
+                      f"LDG {row['global_loads']:5d} ({row['global_loads_read_only']:5d})  "
                       f"registers {row['registers_max']:3d}  shared {row['shared_max']:6d}", flush=True)
     except SiriusError as err:
         print(err, file=sys.stderr)

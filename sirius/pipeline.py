@@ -22,6 +22,7 @@ from sirius.fusion.codegen import generate
 from sirius.fusion.host_constants import propagate_host_constants
 from sirius.fusion.kernel_ir import KernelIR, lower
 from sirius.fusion.promises import BrokenPromise, keep_promises, split_group
+from sirius.fusion.read_once import read_shared_inputs_once
 from sirius.fusion.redundant_barriers import eliminate_redundant_barriers
 from sirius.fusion.schedule import Schedule, build_schedule
 from sirius.fusion.shared_overlay import overlay_shared_memory
@@ -47,6 +48,8 @@ KERNEL_PASSES: tuple[KernelPass, ...] = (
                "fragments' static shared arrays share one region, with a barrier between users"),
     KernelPass("host-constants", lambda kernels, st: propagate_host_constants(kernels, st.model),
                "integer arguments, pointer distances and launch shapes the guard checks become constants"),
+    KernelPass("read-once", lambda kernels, st: read_shared_inputs_once(kernels, st.model),
+               "an input several fragments read and none writes is read through one restrict base"),
 )
 
 

@@ -38,8 +38,9 @@ int main() {
 
 // CHECK:      launches per run: 4 -> 2
 // CHECK:      (region 0, step 0): horizontal, 0 barriers inserted: produce (line 31) | produce (line 33)
-// CHECK-NEXT: keeps __restrict__ on 0 of 4 pointer parameters; launch bounds 128
+// CHECK-NEXT: keeps __restrict__ on 1 of 4 pointer parameters; launch bounds 128
 // CHECK-NEXT: runs when the host values match those optimized for
 // CHECK-NEXT: (region 0, step 1): horizontal, 0 barriers inserted: total (line 32) | total (line 34)
 // CHECK:      global dependence on y1
 // CHECK:      global dependence on y2
+// CHECK:      pass read-once: sirius_fused_0: x read by S6, S8 through s6_x

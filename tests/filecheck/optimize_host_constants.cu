@@ -1,4 +1,4 @@
-// RUN: sirius optimize %s -o -
+// RUN: sirius optimize %s --disable-pass read-once -o -
 // Two matrix-vector products whose matrices lie in one allocation, then a sum.
 // The fused launch only runs when the host's values are those found here (the
 // guard), so inside the fused kernel they are constants: the integer sizes

@@ -24,7 +24,7 @@ def sirius(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_ir_before_and_after_the_pass():
-    before, after, state = ir_before_and_after(PROGRAM)
+    before, after, state = ir_before_and_after(PROGRAM, passes=("host-constants",))
     assert before[1:10] == [
         "  param s6_W: const float * -> W + 0", "  param s6_x: const float * -> x + 0",
         "  param s6_y: float * -> y + 0", "  param s6_rows: int",
