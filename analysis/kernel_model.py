@@ -120,6 +120,7 @@ class KernelModel:
     noalias: tuple[int, ...] = ()  # parameters the IR marks noalias (declared __restrict__)
     max_threads: int | None = None  # from __launch_bounds__ ("nvvm.maxntid")
     scoped_alias: int | None = None  # line of an access carrying an inlined callee's restrict promise
+    prints: tuple[int, ...] = ()  # lines of device printf calls (their output appears at a host synchronization)
 
     @property
     def pointer_params(self) -> list[Param]:
@@ -284,10 +285,12 @@ def build_kernel_model(func: Function, module: Module, name: str, params: list[P
     if len(unsupported) > 3:  # keep reports readable: the first few sites and a count
         unsupported = unsupported[:3] + [f"... and {len(unsupported) - 3} more such sites"]
     scoped = next((i.line or 0 for i in func.instructions() if "!alias.scope" in i.text), None)
+    prints = tuple(dict.fromkeys(i.line or 0 for i in func.instructions() if i.callee == "vprintf"))
     return KernelModel(name, func.name, tuple(params), tuple(used_shared.values()),
                        tuple(barriers), tuple(early_exits), loops, tuple(accesses), tuple(warp_ops),
                        tuple(dict.fromkeys(unsupported)), noalias=_noalias_params(func.header),
-                       max_threads=_max_threads(func.header, module.text), scoped_alias=scoped)
+                       max_threads=_max_threads(func.header, module.text), scoped_alias=scoped,
+                       prints=prints)
 
 
 def _on_every_path(func: Function, block: Block) -> bool:

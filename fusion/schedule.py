@@ -2,7 +2,8 @@
 
 Works region by region. A region is a run of launch statements in one host
 loop body with nothing but straight-line host code between them (no other
-CUDA runtime call, no control flow); inside a region launches may be
+CUDA runtime call but synchronizations the host observes nothing through, see
+``analysis.host_observation``; no control flow); inside a region launches may be
 reordered as long as every same-iteration dependence of the UAR keeps its
 direction, because dependences carried by host loops are untouched.
 
@@ -32,6 +33,7 @@ import islpy as isl
 import networkx as nx
 
 from sirius.analysis.host_model import HostStatement
+from sirius.analysis.host_observation import WAITING_SYNCS, Observer, observes_nothing, sync_observers
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.analysis.program_model import instance_maps
 from sirius.analysis.uar import REINDEX_OPERATION_BUDGET, UAR, Dependence, is_mapping_kernel, isl_budget
@@ -94,6 +96,7 @@ class Region:
     id: int
     launches: tuple[int, ...]
     loops: tuple[str, ...]
+    crossed: tuple[int, ...] = ()  # synchronizations between its launches that observe nothing
 
 
 @dataclass
@@ -184,31 +187,42 @@ def _between_is_straight_line(source: str, a: LaunchInstance, b: LaunchInstance)
 def find_regions(model: ProgramModel, source: str) -> tuple[list[Region], list[Refusal]]:
     """Runs of launches that may be fused, and why each pair of launches that follow
     one another is kept apart where a region ends between them: a host statement
-    (copy, memset, synchronization, a call the model does not see into, ...), a
-    different host loop nest or host function, or control flow in the source."""
+    (copy, memset, synchronization the host may observe device work through, a call
+    the model does not see into, ...), a different host loop nest or host function,
+    or control flow in the source. A synchronization that observes nothing
+    (``analysis.host_observation``) stays where it is and does not end a region."""
     stmts = model.host.statements
     inst = {i.statement.index: i for i in model.launches}
+    observers = sync_observers(model)
     regions: list[Region] = []
     refusals: list[Refusal] = []
     current: list[int] = []
+    crossed: list[int] = []  # waiting synchronizations inside the current region
     previous: int | None = None  # the last launch statement seen
     between: list[HostStatement] = []  # the statements since that launch
+    waits: list[int] = []  # the waiting synchronizations since that launch
 
     def close():
         if current:
-            regions.append(Region(len(regions), tuple(current), stmts[current[0]].loops))
+            regions.append(Region(len(regions), tuple(current), stmts[current[0]].loops, tuple(crossed)))
         current.clear()
+        crossed.clear()
 
     for s in stmts:
+        if observes_nothing(s, observers):
+            waits.append(s.index)
+            continue
         if s.kind != "launch" or s.index not in inst:
             close()
             between.append(s)
             continue
         problem = fragment_problem(model, inst[s.index])
-        separator = _separator(source, stmts, inst, previous, s, between)
+        separator = _separator(source, stmts, inst, previous, s, between, observers)
         if separator is not None:
             refusals.append(Refusal((previous, s.index), separator))
-        previous, between = s.index, []
+        if current and separator is None and not problem:
+            crossed.extend(waits)
+        previous, between, waits = s.index, [], []
         if problem:
             close()
             refusals.append(Refusal((s.index,), problem))
@@ -221,12 +235,15 @@ def find_regions(model: ProgramModel, source: str) -> tuple[list[Region], list[R
 
 
 def _separator(source: str, stmts, inst, previous: int | None, launch: HostStatement,
-               between: list[HostStatement]) -> str | None:
+               between: list[HostStatement], observers: list[Observer]) -> str | None:
     """Why ``launch`` cannot join the region of the launch before it (None: it can)."""
     if previous is None:
         return None
     if between:
         shown = "; ".join(s.describe() for s in between[:3]) + ("; ..." if len(between) > 3 else "")
+        waiting = [s for s in between if s.kind == "sync" and s.detail in WAITING_SYNCS]
+        if waiting and observers:
+            shown += f" (the host may observe device work there: {observers[0].describe()})"
         return f"host statements between the launches order them: {shown}"
     a, b = inst[previous], inst[launch.index]
     if a.site is None or b.site is None:

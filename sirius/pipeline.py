@@ -262,11 +262,15 @@ def report(state: OptimizeState) -> dict[str, Any]:
             "region": g.region, "step": g.step,
             "lanes": [[{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].statement.line}
                        for i in lane.launches] for lane in g.lanes],
+            "across_syncs": _syncs_crossed(state, g),
             **_kernel_facts(state, g.id),
         } for g in sched.groups if len(g.launches) > 1],
         "refused": [{"launches": [{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].statement.line}
                                   for i in r.launches if i in insts], "reason": r.reason}
                     for r in sched.refusals],
+        # launches that follow one another, left apart with no refusal naming them (must stay empty)
+        "apart_without_reason": [[{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].statement.line}
+                                  for i in pair] for pair in pairs_without_reason(state)],
         "passes": [{"name": p.name, "enabled": p.name in state.passes,
                     "changes": state.pass_changes.get(p.name, [])} for p in KERNEL_PASSES],
         "promise_check": None if state.check is None and not state.check_findings else {
@@ -276,6 +280,15 @@ def report(state: OptimizeState) -> dict[str, Any]:
                                   for v in state.check_findings],
             "notes": state.check.notes if state.check else []},
     }
+
+
+def _syncs_crossed(state: OptimizeState, group) -> list[dict[str, Any]]:
+    """The synchronizations that observe nothing between the group's first and last launch
+    (they stay in the program; the fused launch runs after them)."""
+    region = next(r for r in state.schedule.regions if r.id == group.region)
+    first, last = min(group.launches), max(group.launches)
+    stmts = state.model.host.statements
+    return [{"call": stmts[i].detail, "line": stmts[i].line} for i in region.crossed if first < i < last]
 
 
 def _kernel_facts(state: OptimizeState, group: int) -> dict[str, Any]:

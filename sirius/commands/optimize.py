@@ -81,6 +81,11 @@ def _render(rep: dict) -> str:
         lanes = " | ".join(" -> ".join(f"{m['kernel']} (line {m['line']})" for m in lane) for lane in g["lanes"])
         lines.append(f"  {g['kernel']} (region {g['region']}, step {g['step']}): {g['arrangement']}, "
                      f"{g['barriers_inserted']} barriers inserted: {lanes}")
+        if g.get("across_syncs"):
+            syncs = ", ".join(f"{c['call']} (line {c['line']})" for c in g["across_syncs"])
+            lines.append(f"    {g['kernel']} runs across {syncs}: they only wait, and the host cannot observe "
+                         "device work through them (no managed, mapped or host memory reaches a kernel, no kernel "
+                         "prints); they stay where they are")
         if "restrict_kept" in g:
             lines.append(f"    {g['kernel']} keeps __restrict__ on {len(g['restrict_kept'])} of {g['pointer_params']} pointer "
                          "parameters" + (f"; launch bounds {g['launch_bounds']}" if g["launch_bounds"] else "")
@@ -93,6 +98,10 @@ def _render(rep: dict) -> str:
     for r in rep["refused"]:
         who = ", ".join(f"{m['kernel']} (line {m['line']})" for m in r["launches"])
         lines.append(f"  not fused: {who}: {r['reason']}")
+    for pair in rep.get("apart_without_reason", ()):
+        who = ", ".join(f"{m['kernel']} (line {m['line']})" for m in pair)
+        lines.append(f"  not fused: {who}: no reason recorded (an internal error of the optimizer: the output is "
+                     "correct, the refusal is missing)")
     for p in rep["passes"]:
         if p["changes"]:
             shown = p["changes"][:3] + ([f"... and {len(p['changes']) - 3} more kernels (see the report)"]

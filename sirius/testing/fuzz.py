@@ -49,6 +49,11 @@ def run_seed(seed: int, workdir: Path, arrangement: str, argv_values: tuple[str,
         return {"seed": seed, "ok": False, "stage": "optimize", "detail": opt.stderr.strip()[-2000:],
                 "constructs": news, "launches_before": len(prog.launches), "launches_after": None}
     report = json.loads(rep.read_text())
+    if report["apart_without_reason"]:
+        return {"seed": seed, "ok": False, "stage": "reasons",
+                "detail": f"launches left apart without a reason: {report['apart_without_reason']}",
+                "constructs": news, "launches_before": report["launches_before"],
+                "launches_after": report["launches_after"]}
     start = time.perf_counter()
     for value in argv_values or (None,):
         ver = subprocess.run([SIRIUS, "verify", str(src), str(out), "--backend", "cpu"]

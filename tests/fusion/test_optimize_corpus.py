@@ -62,6 +62,20 @@ def test_every_pair_left_apart_has_a_reason(name, arrangement):
     assert pairs_without_reason(optimized(name)[arrangement]) == []
 
 
+# bert_fp16 is bert_fp32's graph in half precision; clang needs minutes on its half operators
+MODELS = sorted(p.name for p in (ROOT / "cuda_inputs" / "models").glob("*.cu") if p.name != "bert_fp16.cu")
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_every_pair_a_model_leaves_apart_has_a_reason(model):
+    """At full size, as users run them: every launch the optimizer leaves apart from the one
+    before it has a refusal naming one of them."""
+    job = CompileJob(ROOT / "cuda_inputs" / "models" / model, CompileFlags(), resolve_toolchain())
+    state = run_pipeline(OptimizeState(job))
+    assert report(state)["refused"]
+    assert pairs_without_reason(state) == []
+
+
 def test_refusals_name_their_reason():
     reasons = {n: [r["reason"] for r in report(optimized(n)["auto"])["refused"]]
                for n in ("dependent_pair.cu", "gather.cu", "early_exit.cu")}

@@ -1,0 +1,82 @@
+"""Host synchronizations between launches (analysis/host_observation.py, fusion/schedule.py):
+one the host cannot observe device work through does not keep launches apart; one it can
+(managed memory, host memory a kernel writes, a kernel that prints), and a read of device
+data back to the host, do, and say why."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.toolchain
+
+PROGRAM = Path(__file__).parent / "programs" / "sync_after_every_launch.cu"
+SIRIUS = str(Path(sys.executable).parent / "sirius")
+
+
+def sirius(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([SIRIUS, *args], capture_output=True, text=True, timeout=600)
+
+
+def optimize(program: Path, tmp_path: Path) -> tuple[dict, str, Path]:
+    out, rep = tmp_path / "out.cu", tmp_path / "report.json"
+    proc = sirius("optimize", str(program), "-o", str(out), "--report", str(rep))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(rep.read_text()), proc.stdout, out
+
+
+def variant(tmp_path: Path, *edits: tuple[str, str]) -> Path:
+    text = PROGRAM.read_text()
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new)
+    path = tmp_path / "variant.cu"
+    path.write_text(text)
+    return path
+
+
+def test_syncs_and_error_checks_after_every_launch_do_not_keep_launches_apart(tmp_path):
+    rep, summary, out = optimize(PROGRAM, tmp_path)
+    assert (rep["launches_before"], rep["launches_after"]) == (3, 1)
+    assert rep["refused"] == []
+    (group,) = rep["groups"]
+    assert group["across_syncs"] == [{"call": "cudaDeviceSynchronize", "line": 35},
+                                     {"call": "cudaStreamSynchronize", "line": 38}]
+    assert "runs across cudaDeviceSynchronize (line 35), cudaStreamSynchronize (line 38)" in summary
+    text = out.read_text()
+    # the synchronizations and error checks stay; the last one follows the fused launch
+    assert text.count("cudaDeviceSynchronize()") == 2 and text.count("cudaGetLastError()") == 2
+    assert text.index("sirius_fused_0<<<") < text.rindex("CHECK(cudaDeviceSynchronize())")
+    proc = sirius("verify", str(PROGRAM), str(out))
+    assert proc.returncode == 0 and "result: all equal" in proc.stdout, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("edit, why", [
+    (("CHECK(cudaMalloc(&y, n * sizeof(float)));", "CHECK(cudaMallocManaged(&y, n * sizeof(float)));"),
+     "managed memory"),
+    (("  if (i < n) z[i] = y[i] + 1.0f;", "  if (i < n) z[i] = y[i] + 1.0f; if (i == 0) printf(\"z0 %f\\n\", z[0]);"),
+     "shift prints"),
+    (("CHECK(cudaMalloc(&y, n * sizeof(float)));", "CHECK(cudaMallocHost(&y, n * sizeof(float)));"),
+     "points to"),
+], ids=["managed", "device-printf", "pinned-host"])
+def test_a_sync_the_host_may_observe_through_keeps_launches_apart(tmp_path, edit, why):
+    rep, summary, _ = optimize(variant(tmp_path, edit), tmp_path)
+    assert rep["launches_after"] > 1
+    reasons = [r["reason"] for r in rep["refused"]]
+    assert any("cudaDeviceSynchronize at line 35" in r and "the host may observe device work there" in r
+               and why in r for r in reasons), reasons
+
+
+def test_a_read_back_to_the_host_between_launches_keeps_them_apart(tmp_path):
+    path = variant(tmp_path, ("  CHECK(cudaStreamSynchronize(0));\n",
+                              "  CHECK(cudaMemcpy(h, z, sizeof(float), cudaMemcpyDeviceToHost));\n"))
+    rep, summary, out = optimize(path, tmp_path)
+    assert rep["launches_after"] == 2
+    assert [g["across_syncs"] for g in rep["groups"]] == [[{"call": "cudaDeviceSynchronize", "line": 35}]]
+    assert any("cudaMemcpy (DeviceToHost) at line 38" in r["reason"] for r in rep["refused"]), rep["refused"]
+    proc = sirius("verify", str(path), str(out))
+    assert proc.returncode == 0 and "result: all equal" in proc.stdout, proc.stdout + proc.stderr
