@@ -178,10 +178,65 @@ def helper_reason(model: ProgramModel, inst: LaunchInstance) -> str:
             "kernel's indices there")
 
 
-def _between_is_straight_line(source: str, a: LaunchInstance, b: LaunchInstance) -> bool:
+_CONTROL = re.compile(r"[{}]|\b(?:if|else|for|while|do|switch|case|return|break|continue|goto)\b")
+_LEAVES_PROGRAM = re.compile(r"(?:std\s*::\s*)?(?:exit|_Exit|quick_exit|abort)\s*\(.*\)", re.S)
+
+
+def _balanced(text: str, at: int, open_: str, close: str) -> int | None:
+    """The index just after the bracket closing the one at ``at`` (None: unbalanced)."""
+    depth = 0
+    for k in range(at, len(text)):
+        depth += (text[k] == open_) - (text[k] == close)
+        if depth == 0:
+            return k + 1
+    return None
+
+
+def _leaving_branch(text: str, at: int, in_main: bool) -> int | None:
+    """Where the ``if`` at ``at`` ends, when it is an error check: no ``else``, and a body
+    of plain statements whose last leaves the program (``exit``, ``abort``, or ``return``
+    in ``main``). None otherwise."""
+    cond = text.find("(", at)
+    end = _balanced(text, cond, "(", ")") if cond >= 0 and not text[at + 2:cond].strip() else None
+    if end is None:
+        return None
+    rest = text[end:]
+    body_at = end + len(rest) - len(rest.lstrip())
+    if text.startswith("{", body_at):
+        close = _balanced(text, body_at, "{", "}")
+        if close is None:
+            return None
+        body, after = text[body_at + 1:close - 1], close
+    else:
+        semi = text.find(";", body_at)
+        if semi < 0:
+            return None
+        body, after = text[body_at:semi + 1], semi + 1
+    statements = [st.strip() for st in body.split(";") if st.strip()]
+    if not statements or re.match(r"\s*else\b", text[after:]):
+        return None
+    last = statements[-1]
+    leaves = _LEAVES_PROGRAM.fullmatch(last) or (in_main and re.fullmatch(r"return\b.*", last, re.S))
+    if not leaves or any(_CONTROL.search(st) for st in statements[:-1]) or \
+            (not last.startswith("return") and _CONTROL.search(last)):
+        return None
+    return after
+
+
+def _control_between(source: str, a: LaunchInstance, b: LaunchInstance) -> bool:
+    """Control flow lies between the two launch sites in the source, other than error checks
+    that leave the program (on that path no later statement observes what the first launch
+    did, so deferring it to the fused launch is invisible)."""
     text = source[a.site.range.end_offset:b.site.range.start_offset]
     text = re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
-    return not re.search(r"[{}]|\b(if|else|for|while|do|switch|case|return|break|continue|goto)\b", text)
+    text = re.sub(r""""(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'""", '""', text)  # braces in literals are text
+    at = 0
+    while (m := _CONTROL.search(text, at)) is not None:
+        end = _leaving_branch(text, m.start(), a.site.function == "main") if m.group() == "if" else None
+        if end is None:
+            return True
+        at = end
+    return False
 
 
 def find_regions(model: ProgramModel, source: str) -> tuple[list[Region], list[Refusal]]:
@@ -255,7 +310,7 @@ def _separator(source: str, stmts, inst, previous: int | None, launch: HostState
         return "they are in different host loop nests"
     if a.site.function != b.site.function:
         return "they are in different host functions"
-    if not _between_is_straight_line(source, a, b):
+    if _control_between(source, a, b):
         return "control flow between them in the source"
     return None
 

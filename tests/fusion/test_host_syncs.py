@@ -80,3 +80,43 @@ def test_a_read_back_to_the_host_between_launches_keeps_them_apart(tmp_path):
     assert any("cudaMemcpy (DeviceToHost) at line 38" in r["reason"] for r in rep["refused"]), rep["refused"]
     proc = sirius("verify", str(path), str(out))
     assert proc.returncode == 0 and "result: all equal" in proc.stdout, proc.stdout + proc.stderr
+
+
+EXPLICIT_CHECK = ('''  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
+  shift''', '''  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) {
+    fprintf(stderr, "scale failed: %s {\\n", cudaGetErrorString(err));
+    return 1;
+  }
+  if (cudaDeviceSynchronize() != cudaSuccess) exit(2);
+  shift''')
+
+
+def test_an_error_check_that_leaves_the_program_is_no_control_flow(tmp_path):
+    path = variant(tmp_path, EXPLICIT_CHECK)
+    rep, _, out = optimize(path, tmp_path)
+    assert rep["launches_after"] == 1 and rep["refused"] == []
+    proc = sirius("verify", str(path), str(out))
+    assert proc.returncode == 0 and "result: all equal" in proc.stdout, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("edit", [
+    ("    return 1;\n  }\n", "    return 1;\n  } else {\n    printf(\"scale ran\\n\");\n  }\n"),  # the else path goes on
+    ("    return 1;\n  }\n", "    printf(\"scale failed\\n\");\n  }\n"),  # the branch does not leave
+], ids=["else", "stays"])
+def test_other_control_flow_between_launches_keeps_them_apart(tmp_path, edit):
+    rep, _, _ = optimize(variant(tmp_path, EXPLICIT_CHECK, edit), tmp_path)
+    assert [([m["kernel"] for m in r["launches"]], r["reason"]) for r in rep["refused"]] == [
+        (["scale", "shift"], "control flow between them in the source")]
+
+
+def test_a_return_outside_main_is_control_flow(tmp_path):
+    # in a helper, returning goes back to a caller that may read what the first launch wrote
+    text = variant(tmp_path, EXPLICIT_CHECK).read_text()
+    text = text.replace("int main() {", "__attribute__((noinline)) int run() {").replace("  return 0;\n}\n", "  return 0;\n}\n"
+                                                                       "int main() { return run(); }\n")
+    path = tmp_path / "helper.cu"
+    path.write_text(text)
+    rep, _, _ = optimize(path, tmp_path)
+    assert any(r["reason"] == "control flow between them in the source" for r in rep["refused"]), rep["refused"]
