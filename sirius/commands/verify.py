@@ -44,7 +44,7 @@ from sirius.fusion.check import GENERATED_KERNEL, CheckResult, check_program
 HELP = "run an original and an optimized program on the same inputs and compare their results"
 
 
-def _add_options(parser: argparse.ArgumentParser) -> None:
+def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rtol", type=float, default=0.0,
                         help="relative tolerance (default 0: bit-exact)")
     parser.add_argument("--atol", type=float, default=0.0,
@@ -57,7 +57,7 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("original", help="the original CUDA program (.cu)")
     parser.add_argument("optimized", help="the optimized CUDA program (.cu)")
-    _add_options(parser)
+    add_options(parser)
     parser.epilog = PROGRAM_ARGS_NOTE
 
 

@@ -1,0 +1,149 @@
+"""Optimize a CUDA program, verify the result, and check thresholds: a yes or no for CI.
+
+Runs ``sirius optimize`` on PROGRAM.cu, then ``sirius verify`` of the original against it (the CPU
+backend unless ``--backend gpu``), then each threshold asked for:
+
+  --min-launch-reduction X   launches per run before / after must be at least X
+                             (2: at least half the launches gone)
+
+The optimized program is written to ``-o`` only when every check passes. Every
+check is reported on one line with its value, its threshold and by how much
+it passed or failed; ``--json FILE`` writes the same as JSON (with the optimizer's
+report) and ``--junit FILE`` as a JUnit XML test suite, one test case per check,
+for CI systems that display test results.
+
+Speed is not checked here yet: a speedup threshold needs measured times on a GPU
+(the benchmarking command) or a cost model, and this version has neither.
+
+Exit status: 0 when the program verifies and every threshold holds; 1 when
+verification finds a difference or a threshold fails (each failure is named);
+2 on bad input, a missing toolchain, an original program that fails, or a
+launch count the analysis cannot give (a loop bound known only at run time).
+Arguments for the program itself go after ``--``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from sirius.analysis.frontend import CompileJob
+from sirius.commands import verify
+from sirius.commands.common import compile_flags_from_args, input_file, output_file
+from sirius.commands.optimize import selected_passes
+from sirius.commands.run import PROGRAM_ARGS_NOTE
+from sirius.config import resolve_toolchain
+from sirius.errors import InputError
+from sirius.fusion.includes import relocate_includes
+from sirius.fusion.schedule import ARRANGEMENTS
+from sirius.pipeline import OptimizeState, pass_names, report, run_pipeline
+
+HELP = "optimize, verify and check thresholds (exit 0 / 1 for CI)"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One yes-or-no of the run: ``value`` against ``threshold`` (None where there is none)."""
+
+    name: str
+    passed: bool
+    value: float | None
+    threshold: float | None
+    detail: str
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("program", metavar="PROGRAM.cu", help="CUDA source file (one translation unit)")
+    parser.add_argument("-o", "--output", metavar="OUT.cu",
+                        help="keep the optimized program here, written only when every check passes (a build "
+                             "that compiles it never compiles a program that failed)")
+    parser.add_argument("--min-launch-reduction", type=float, metavar="X",
+                        help="fail unless launches per run before / after is at least X")
+    parser.add_argument("--json", metavar="FILE", help="write the checks and the optimizer's report as JSON")
+    parser.add_argument("--junit", metavar="FILE", help="write the checks as a JUnit XML test suite")
+    parser.add_argument("--arrangement", choices=ARRANGEMENTS, default="auto",
+                        help="arrangement of the fused groups (as for optimize; default auto)")
+    parser.add_argument("--entry", default="main", help="host function whose launches are optimized (default main)")
+    parser.add_argument("--passes", metavar="LIST", default="all",
+                        help=f"kernel passes after fusion ({', '.join(pass_names())}; 'all' or 'none')")
+    parser.add_argument("--disable-pass", metavar="NAME", action="append", default=[],
+                        help="switch one kernel pass off (repeatable)")
+    verify.add_options(parser)  # --rtol, --atol, --backend, the compiler flags, --threads, ...
+    parser.epilog = PROGRAM_ARGS_NOTE
+
+
+def _launch_check(rep: dict, threshold: float) -> Check:
+    before, after = rep["launches_before"], rep["launches_after"]
+    if before is None or after is None:
+        raise InputError("error: --min-launch-reduction: the analysis cannot count the launches per run of "
+                         f"{rep['program']} (a host loop bound known only at run time)")
+    factor = before / after if after else float("inf")
+    verdict = f"{'above' if factor >= threshold else 'below'} the threshold by {abs(factor - threshold):.2f}"
+    return Check("launch-reduction", factor >= threshold, round(factor, 4), threshold,
+                 f"{before} -> {after} launches per run: {factor:.2f}x, {verdict}")
+
+
+def _verify_check(args: argparse.Namespace, original: Path, optimized: Path) -> Check:
+    ns = argparse.Namespace(**vars(args))
+    ns.original, ns.optimized = str(original), str(optimized)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        status = verify.execute(ns)
+    text = printed.getvalue()
+    result = next((line for line in reversed(text.splitlines()) if line.startswith("result:")), "")
+    detail = (result or "no result line") + f" ({args.backend} backend)"
+    if status != 0:
+        detail += "\n" + text.rstrip()
+    return Check("verify", status == 0, None, None, detail)
+
+
+def _junit(program: str, checks: list[Check]) -> str:
+    suite = ET.Element("testsuite", name=f"sirius check {program}", tests=str(len(checks)),
+                       failures=str(sum(not c.passed for c in checks)), errors="0")
+    for c in checks:
+        case = ET.SubElement(suite, "testcase", classname="sirius.check", name=f"{c.name}: {program}")
+        if not c.passed:
+            ET.SubElement(case, "failure", message=c.detail.splitlines()[0]).text = c.detail
+        ET.SubElement(case, "system-out").text = c.detail
+    return ET.tostring(suite, encoding="unicode") + "\n"
+
+
+def execute(args: argparse.Namespace) -> int:
+    program = input_file(args.program)
+    kept = output_file(args.output, "-o") if args.output else None
+    json_file = output_file(args.json, "--json") if args.json else None
+    junit_file = output_file(args.junit, "--junit") if args.junit else None
+    if args.min_launch_reduction is not None and args.min_launch_reduction <= 0:
+        raise InputError("error: --min-launch-reduction must be positive")
+    if kept is not None and kept.resolve() == program.resolve():
+        raise InputError("error: the output file must differ from the input program")
+    passes = selected_passes(args.passes, args.disable_pass)
+    job = CompileJob(program, compile_flags_from_args(args), resolve_toolchain(args.clang, args.cuda_path))
+    state = run_pipeline(OptimizeState(job, args.entry, args.arrangement, passes))
+    rep = report(state)
+    checks = [_launch_check(rep, args.min_launch_reduction)] if args.min_launch_reduction is not None else []
+    with tempfile.TemporaryDirectory(prefix="sirius-check-") as tmp:
+        optimized = Path(tmp) / program.name  # quoted includes re-pointed from where each copy lies
+        optimized.write_text(relocate_includes(state.output, program, Path(tmp))[0])
+        checks.insert(0, _verify_check(args, program, optimized))
+    ok = all(c.passed for c in checks)
+    if kept is not None and ok:
+        kept.write_text(relocate_includes(state.output, program, kept.resolve().parent)[0])
+    print(f"check {program}: {'PASSED' if ok else 'FAILED'}")
+    for c in checks:
+        print(f"  {'pass' if c.passed else 'FAIL'} {c.name}: {c.detail}")
+    if json_file is not None or args.json == "-":
+        text = json.dumps({"program": str(program), "passed": ok, "checks": [asdict(c) for c in checks],
+                           "report": rep}, indent=2) + "\n"
+        json_file.write_text(text) if json_file is not None else sys.stdout.write(text)
+    if junit_file is not None or args.junit == "-":
+        text = _junit(str(program), checks)
+        junit_file.write_text(text) if junit_file is not None else sys.stdout.write(text)
+    return 0 if ok else 1
