@@ -157,6 +157,9 @@ def fragment_problem(model: ProgramModel, inst: LaunchInstance) -> str | None:
         return "launch is not a statement of its own inside braces"
     if k.unsupported:
         return "kernel uses " + "; ".join(k.unsupported)
+    if k.prints:  # a kernel's output follows the previous kernel's; fused, threads would interleave them
+        return (f"kernel prints (device printf at line {k.prints[0]}): fused, its lines could interleave with "
+                "those of the launches around it")
     if stmt.stream != "default":
         return "launch on a non-default stream"
     if stmt.shmem is None or stmt.shmem.constant_value() is None:

@@ -120,3 +120,17 @@ def test_a_return_outside_main_is_control_flow(tmp_path):
     path.write_text(text)
     rep, _, _ = optimize(path, tmp_path)
     assert any(r["reason"] == "control flow between them in the source" for r in rep["refused"]), rep["refused"]
+
+
+def test_kernels_that_print_are_not_fused(tmp_path):
+    # the second kernel's lines follow all of the first's; fused, each thread would print both in turn
+    path = tmp_path / "prints.cu"
+    path.write_text('#include <cstdio>\n'
+                    '__global__ void a(float* x) { x[threadIdx.x] = 1.0f; printf("a %d\\n", (int)threadIdx.x); }\n'
+                    '__global__ void b(float* x) { x[threadIdx.x] += 1.0f; printf("b %d\\n", (int)threadIdx.x); }\n'
+                    'int main() { float* x; cudaMalloc(&x, 256); a<<<1, 4>>>(x); b<<<1, 4>>>(x);\n'
+                    '  cudaDeviceSynchronize(); return 0; }\n')
+    rep, _, _ = optimize(path, tmp_path)
+    assert rep["launches_after"] == 2
+    assert [r["reason"].split(":")[0] for r in rep["refused"]] == ["kernel prints (device printf at line 2)",
+                                                                   "kernel prints (device printf at line 3)"]
