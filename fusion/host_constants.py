@@ -24,7 +24,7 @@ import dataclasses
 import re
 
 from sirius.analysis.program_model import ProgramModel
-from sirius.fusion.kernel_ir import KernelIR, Param, each_kernel
+from sirius.fusion.kernel_ir import KernelIR, Param, argument_of, each_kernel
 
 
 _INTEGER = re.compile(r"(?:(?:un)?signed\s+)?(?:char|short|int|long|long\s+long|long\s+int|short\s+int|"
@@ -42,9 +42,7 @@ def _fold(k: KernelIR, model: ProgramModel) -> tuple[KernelIR, list[str]]:
     bases: dict[str, tuple[Param, object]] = {}  # allocation -> (the parameter others derive from, its offset)
     counts = {"integer arguments constant": 0, "pointers an offset from another": 0}
     for p in k.params:
-        inst = insts[p.launch]
-        kernel_params = inst.kernel.params
-        arg = dict(inst.bindings).get(kernel_params[p.position].name) if p.position < len(kernel_params) else None
+        arg = argument_of(p, insts)
         value = arg.value.constant_value() if arg is not None and arg.kind == "scalar" and arg.value is not None \
             else None
         if value is not None and not p.pointer and _integer(p.ctype):

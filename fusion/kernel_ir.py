@@ -170,6 +170,15 @@ class KernelIR:
         return tuple(p for p in self.params if p.launch == launch)
 
 
+def argument_of(p: Param, insts: dict[int, LaunchInstance]):
+    """What the host passes for ``p`` at its launch (an ``ArgValue``; None where the kernel
+    has no such parameter or the host model has no binding for it)."""
+    kernel_params = insts[p.launch].kernel.params
+    if p.position >= len(kernel_params):
+        return None
+    return dict(insts[p.launch].bindings).get(kernel_params[p.position].name)
+
+
 def each_kernel(kernels: list[KernelIR], change: Callable[[KernelIR], tuple[KernelIR, list[str]]]
                 ) -> tuple[list[KernelIR], list[str]]:
     """A kernel pass applied to every fused kernel but the wave kernels (whose arguments the

@@ -28,7 +28,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from sirius.analysis.program_model import ProgramModel
-from sirius.fusion.kernel_ir import KernelIR, Param, each_kernel
+from sirius.fusion.kernel_ir import KernelIR, Param, argument_of, each_kernel
 from sirius.fusion.promises import RESTRICT, group_uses
 
 
@@ -51,10 +51,7 @@ def _buffer_offsets(k: KernelIR, model: ProgramModel) -> dict[str, object]:
     insts = {i.statement.index: i for i in model.launches}
     out = {}
     for p in k.params:
-        kernel_params = insts[p.launch].kernel.params
-        if not p.pointer or p.position >= len(kernel_params):
-            continue
-        arg = dict(insts[p.launch].bindings).get(kernel_params[p.position].name)
+        arg = argument_of(p, insts) if p.pointer else None
         if arg is not None and arg.kind == "buffer" and arg.buffer and arg.offset is not None:
             out[p.name] = arg.offset
     return out

@@ -299,8 +299,7 @@ def _separator(source: str, stmts, inst, previous: int | None, launch: HostState
         return None
     if between:
         shown = "; ".join(s.describe() for s in between[:3]) + ("; ..." if len(between) > 3 else "")
-        waiting = [s for s in between if s.kind == "sync" and s.detail in WAITING_SYNCS]
-        if waiting and observers:
+        if observers and any(s.kind == "sync" and s.detail in WAITING_SYNCS for s in between):
             shown += f" (the host may observe device work there: {observers[0].describe()})"
         return f"host statements between the launches order them: {shown}"
     a, b = inst[previous], inst[launch.index]
