@@ -1,0 +1,1 @@
+"""Choosing among legal arrangements: the cost model, candidates, timing on a GPU."""

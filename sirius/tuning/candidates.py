@@ -1,0 +1,75 @@
+"""The candidates a tuner chooses among: every arrangement the schedule can take, each
+with the kernel passes on and off, and the original program itself.
+
+Candidates are legal by construction (each is the optimizer's output for one setting,
+promise-checked); which is fastest is a question for the GPU, or, without one, for the
+cost model (``sirius.tuning.cost_model``), whose prediction each candidate carries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from sirius.fusion.schedule import ARRANGEMENTS
+from sirius.pipeline import OptimizeState, pass_names, rearrange
+from sirius.tuning.cost_model import (GpuSpec, H100, Prediction, optimized_launches, original_launches, predict,
+                                      statement_costs)
+
+# kernel-pass settings tried with each arrangement: all passes, and fusion alone
+PASS_SETTINGS: tuple[tuple[str, tuple[str, ...] | None], ...] = (("all-passes", None), ("fusion-alone", ()))
+
+ORIGINAL = "original"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One complete program the tuner may choose. ``arrangement`` is None for the original."""
+
+    name: str
+    arrangement: str | None
+    passes: tuple[str, ...]
+    source: str
+    launches: int | None
+    prediction: Prediction
+    same_as: tuple[str, ...] = ()  # other settings that produced the same program
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.source.encode()).hexdigest()[:16]
+
+
+def generate_candidates(state: OptimizeState, gpu: GpuSpec = H100) -> list[Candidate]:
+    """The original and one candidate per distinct program over ``ARRANGEMENTS`` x
+    ``PASS_SETTINGS``, in that order, each with its predicted time. ``state`` has been
+    through the whole pipeline (its own setting is among those generated again only if it
+    differs)."""
+    from sirius.pipeline import report
+
+    costs = statement_costs(state.model)
+    notes = tuple(costs.notes)
+    original = predict(original_launches(state.model, costs), gpu, notes)
+    out = [Candidate(ORIGINAL, None, (), state.source, original.launches, original)]
+    by_text: dict[str, int] = {state.source: 0}  # an arrangement that fuses nothing is the original
+    for arrangement in ARRANGEMENTS:
+        for label, passes in PASS_SETTINGS:
+            chosen = tuple(pass_names()) if passes is None else passes
+            st = state if (arrangement, chosen) == (state.arrangement, state.passes) else \
+                rearrange(state, arrangement, chosen)
+            name = f"{arrangement}/{label}"
+            if st.output in by_text:
+                k = by_text[st.output]
+                out[k] = Candidate(**{**out[k].__dict__, "same_as": out[k].same_as + (name,)})
+                continue
+            by_text[st.output] = len(out)
+            launches = report(st)["launches_after"]
+            out.append(Candidate(name, arrangement, chosen, st.output, launches,
+                                 predict(optimized_launches(st, costs), gpu, notes)))
+    return out
+
+
+def rank_by_prediction(candidates: list[Candidate]) -> list[Candidate]:
+    """Fastest predicted direct run first; ties (the cost model does not see the kernel
+    passes) go to the candidate with more passes on, then to the earlier one."""
+    order = {c.name: k for k, c in enumerate(candidates)}
+    return sorted(candidates, key=lambda c: (round(c.prediction.direct_us, 3), -len(c.passes), order[c.name]))

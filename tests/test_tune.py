@@ -1,0 +1,125 @@
+"""`sirius tune`: candidates ranked by the cost model without a GPU (said so), the cache
+answering a second run without the optimizer, the export for a GPU machine (a runner that
+needs no installed package) and the import of its results: the fastest verified candidate
+wins, one with other results is discarded, results of other candidates are refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.toolchain
+
+ROOT = Path(__file__).resolve().parents[1]
+SOFTMAX = str(ROOT / "cuda_inputs" / "softmax.cu")  # 4 launches -> 1
+SIRIUS = str(Path(sys.executable).parent / "sirius")
+
+
+def sirius(*args: str, cache: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "SIRIUS_CACHE": str(cache), "PATH": "/usr/bin:/bin"}  # no nvidia-smi: no GPU
+    return subprocess.run([SIRIUS, *args], capture_output=True, text=True, timeout=600, env=env)
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tune") / "export"
+    proc = sirius("tune", SOFTMAX, "--export", str(folder), cache=folder.parent / "cache")
+    assert proc.returncode == 0, proc.stderr
+    return folder
+
+
+def test_without_a_gpu_the_choice_is_predicted_and_says_so_then_comes_from_the_cache(tmp_path):
+    out, rep = tmp_path / "out.cu", tmp_path / "report.json"
+    first = sirius("tune", SOFTMAX, "-o", str(out), "--report", str(rep), cache=tmp_path / "cache")
+    assert first.returncode == 0, first.stderr
+    assert "predicted, not measured: no CUDA GPU on this machine" in first.stdout
+    report = json.loads(rep.read_text())
+    assert report["basis"] == "predicted" and report["chosen"] == "auto/all-passes" and not report["cached"]
+    rows = {r["name"]: r for r in report["candidates"]}
+    assert rows["original"]["launches"] == 4 and rows["auto/all-passes"]["launches"] == 1
+    assert rows["auto/all-passes"]["predicted_direct_us"] < rows["original"]["predicted_direct_us"]
+    assert "sirius_fused" in out.read_text()
+    written = out.read_text()
+    out.unlink()
+    second = sirius("tune", SOFTMAX, "-o", str(out), "--report", str(rep), cache=tmp_path / "cache")
+    assert second.returncode == 0 and "(from the cache)" in second.stdout
+    assert json.loads(rep.read_text())["cached"] and out.read_text() == written
+    third = sirius("tune", SOFTMAX, "-o", str(out), "--no-cache", cache=tmp_path / "other")
+    assert third.returncode == 0 and "from the cache" not in third.stdout and not (tmp_path / "other").exists()
+
+
+def test_the_export_holds_every_candidate_and_a_runner_that_needs_no_installed_package(exported):
+    manifest = json.loads((exported / "manifest.json").read_text())
+    names = [p["name"] for p in manifest["programs"]]
+    assert names == ["original", "auto/all-passes", "auto/fusion-alone"]
+    assert all((exported / p["optimized"]).is_file() for p in manifest["programs"])
+    tune = json.loads((exported / "tune.json").read_text())
+    assert [c["name"] for c in tune["candidates"]] == names
+    # -S: no site-packages at all (no islpy, llvmlite, libclang): the runner reaches its GPU check
+    env = {**os.environ, "PYTHONPATH": "runner", "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([sys.executable, "-S", "-m", "sirius.tuning.gpu_bench", ".", "--json", "results.json"],
+                          cwd=exported, capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 2 and "needs a CUDA GPU and finds none" in proc.stderr, proc.stderr
+    assert "PYTHONPATH=runner exec python3 -m sirius.tuning.gpu_bench . --json results.json" in \
+        (exported / "run.sh").read_text()
+
+
+def results(folder: Path, rows: dict[str, tuple[float | None, str]]) -> Path:
+    """A results file as the runner writes it: per candidate its direct time and verdict."""
+    path = folder / "results.json"
+    path.write_text(json.dumps({"gpu": "NVIDIA H100 80GB HBM3", "rows": [
+        {"program": name, "original_direct_us": 20.0, "optimized_direct_us": t, "optimized_graph_us": t,
+         "result": verdict, "correctness": "buffer 0 differs" if verdict == "WRONG" else "equal",
+         "error": None, "optimized_incomplete": None} for name, (t, verdict) in rows.items()]}))
+    return path
+
+
+def test_import_chooses_the_fastest_verified_candidate_and_discards_one_that_differs(exported, tmp_path):
+    res = results(exported, {"original": (20.0, "equal"), "auto/all-passes": (5.0, "WRONG"),
+                             "auto/fusion-alone": (7.5, "equal")})
+    out, rep = tmp_path / "out.cu", tmp_path / "report.json"
+    proc = sirius("tune", SOFTMAX, "--import", str(res), "-o", str(out), "--report", str(rep), cache=tmp_path / "c")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(rep.read_text())
+    assert report["basis"] == "measured" and report["gpu"] == "NVIDIA H100 80GB HBM3"
+    assert report["chosen"] == "auto/fusion-alone"
+    rows = {r["name"]: r for r in report["candidates"]}
+    assert rows["auto/all-passes"]["discarded"].startswith("results differ from the original's")
+    assert rows["auto/fusion-alone"]["measured_direct_us"] == 7.5
+    assert "measured on NVIDIA H100" in proc.stdout and "discarded: results differ" in proc.stdout
+
+
+def test_results_of_other_candidates_are_refused(exported, tmp_path):
+    tune = exported / "tune.json"
+    saved = tune.read_text()
+    try:
+        data = json.loads(saved)
+        data["candidates"][1]["digest"] = "0" * 16
+        tune.write_text(json.dumps(data))
+        res = results(exported, {"original": (20.0, "equal"), "auto/all-passes": (5.0, "equal")})
+        proc = sirius("tune", SOFTMAX, "--import", str(res), "-o", str(tmp_path / "o.cu"), cache=tmp_path / "c")
+        assert proc.returncode == 2 and "differ from those exported" in proc.stderr
+    finally:
+        tune.write_text(saved)
+    other = tmp_path / "other"
+    other.mkdir()
+    res = results(other, {"bert_qkv": (5.0, "equal")})
+    proc = sirius("tune", SOFTMAX, "--import", str(res), "-o", str(tmp_path / "o.cu"), cache=tmp_path / "c")
+    assert proc.returncode == 2 and "name none of this program's candidates" in proc.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["tune", SOFTMAX], "-o OUT.cu is required"),
+    (["tune", SOFTMAX, "-o", SOFTMAX], "must differ from the input"),
+    (["tune", SOFTMAX, "-o", "x.cu", "--import", "/nonexistent.json"], "no such file"),
+    (["tune", "/nonexistent.cu", "-o", "x.cu"], "no such file"),
+    (["tune", SOFTMAX, "-o", "x.cu", "--predicted", "--export", "d"], "not allowed with"),
+])
+def test_bad_input_exits_2_with_a_message(args, message, tmp_path):
+    proc = sirius(*args, cache=tmp_path)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
