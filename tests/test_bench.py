@@ -18,6 +18,7 @@ import pytest
 from sirius import cli
 from sirius.backend import gpu
 from sirius.commands import bench
+from sirius.errors import SiriusError
 from sirius.tuning import gpu_bench
 from sirius.tuning.gpu_bench import (BenchOptions, BenchProgram, BenchResult, MachineFacts, Timing, Verdict,
                                      build_row, judge_dumps, render_table, result_json, write_plot)
@@ -324,3 +325,30 @@ def test_the_gpu_half_runs_as_a_module_and_refuses_without_a_gpu(tmp_path):
                           env={"PYTHONPATH": str(ROOT), "PATH": "/nonexistent"})  # no nvidia-smi on this PATH
     assert proc.returncode == 2
     assert "needs a CUDA GPU" in proc.stderr
+
+
+def test_every_binary_is_built_once_and_a_failed_build_belongs_to_its_row(tmp_path):
+    """Three tuning rows share the original, two candidates are one file: 2 builds (judged
+    and timed) per distinct source; the build of a broken source is that row's error."""
+    log = tmp_path / "nvcc.log"
+    nvcc = tmp_path / "nvcc"
+    nvcc.write_text("#!/bin/sh\n"
+                    f"echo \"$@\" >> {log}\n"
+                    "for last; do :; done\n"
+                    "case \"$*\" in *broken.cu*) echo 'broken.cu(1): error: expected a ;' >&2; exit 1;; esac\n"
+                    "while [ \"$1\" != -o ]; do shift; done; touch \"$2\"\n")
+    nvcc.chmod(0o755)
+    sources = {name: tmp_path / f"{name}.cu" for name in ("original", "fused", "broken")}
+    for path in sources.values():
+        path.write_text("int main() { return 0; }\n")
+    rows = [BenchProgram(name, name, sources["original"], sources[file])
+            for name, file in (("original", "original"), ("a", "fused"), ("b", "fused"), ("c", "broken"))]
+    manifest = gpu_bench.Manifest(tmp_path, "sm_90", "c++17", None, tuple(rows))
+    built = gpu_bench.build_all(rows, manifest, str(nvcc), tmp_path, jobs=2)
+    assert len(built) == 6 and len(log.read_text().splitlines()) == 6
+    judged = gpu_bench.requests_of(rows[1])["optimized", "judge"]
+    assert built[judged].is_file() and judged.command(str(nvcc), manifest, Path("x"))[1:5] == [
+        "-O2", "-std=c++17", "-arch=sm_90", "-include"]
+    timed = gpu_bench.requests_of(rows[3])["optimized", "time"]
+    assert isinstance(built[timed], SiriusError) and "expected a ;" in str(built[timed])
+    assert "-cudart shared" in " ".join(timed.command("nvcc", manifest, Path("x")))

@@ -58,12 +58,11 @@ from pathlib import Path
 
 from sirius.analysis.frontend import CompileJob
 from sirius.commands.common import add_compile_flags, compile_flags_from_args, input_file
-from sirius.commands.optimize import selected_passes
+from sirius.commands.optimize import add_fusion_options, selected_passes
 from sirius.config import CompileFlags, resolve_toolchain
 from sirius.errors import InputError, SiriusError
 from sirius.fusion.includes import relocate_includes
-from sirius.fusion.schedule import ARRANGEMENTS
-from sirius.pipeline import OptimizeState, pass_names, report, run_pipeline
+from sirius.pipeline import OptimizeState, report, run_pipeline
 from sirius.tuning import gpu_bench
 from sirius.tuning.cost_model import compulsory_bytes, predict_program
 from sirius.tuning.gpu_bench import BenchProgram
@@ -84,13 +83,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     phase.add_argument("--work", metavar="DIR", help="both phases, keeping the prepared programs in DIR (default: "
                                                      "a temporary folder)")
     gpu_bench.add_run_options(parser)
-    parser.add_argument("--arrangement", choices=ARRANGEMENTS, default="auto",
-                        help="arrangement of the fused groups (as for optimize; default auto)")
-    parser.add_argument("--entry", default="main", help="host function whose launches are optimized (default main)")
-    parser.add_argument("--passes", metavar="LIST", default="all",
-                        help=f"kernel passes after fusion ({', '.join(pass_names())}; 'all' or 'none')")
-    parser.add_argument("--disable-pass", metavar="NAME", action="append", default=[],
-                        help="switch one kernel pass off (repeatable)")
+    add_fusion_options(parser)
     add_compile_flags(parser)
 
 

@@ -37,13 +37,12 @@ from pathlib import Path
 from sirius.analysis.frontend import CompileJob
 from sirius.commands import verify
 from sirius.commands.common import compile_flags_from_args, input_file, output_file
-from sirius.commands.optimize import selected_passes
+from sirius.commands.optimize import add_fusion_options, selected_passes
 from sirius.commands.run import PROGRAM_ARGS_NOTE
 from sirius.config import resolve_toolchain
 from sirius.errors import InputError
 from sirius.fusion.includes import relocate_includes
-from sirius.fusion.schedule import ARRANGEMENTS
-from sirius.pipeline import OptimizeState, pass_names, report, run_pipeline
+from sirius.pipeline import OptimizeState, report, run_pipeline
 
 HELP = "optimize, verify and check thresholds (exit 0 / 1 for CI)"
 
@@ -68,13 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="fail unless launches per run before / after is at least X")
     parser.add_argument("--json", metavar="FILE", help="write the checks and the optimizer's report as JSON")
     parser.add_argument("--junit", metavar="FILE", help="write the checks as a JUnit XML test suite")
-    parser.add_argument("--arrangement", choices=ARRANGEMENTS, default="auto",
-                        help="arrangement of the fused groups (as for optimize; default auto)")
-    parser.add_argument("--entry", default="main", help="host function whose launches are optimized (default main)")
-    parser.add_argument("--passes", metavar="LIST", default="all",
-                        help=f"kernel passes after fusion ({', '.join(pass_names())}; 'all' or 'none')")
-    parser.add_argument("--disable-pass", metavar="NAME", action="append", default=[],
-                        help="switch one kernel pass off (repeatable)")
+    add_fusion_options(parser)
     verify.add_options(parser)  # --rtol, --atol, --backend, the compiler flags, --threads, ...
     parser.epilog = PROGRAM_ARGS_NOTE
 

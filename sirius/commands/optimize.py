@@ -47,6 +47,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_compile_flags(parser)
 
 
+def add_fusion_options(parser: argparse.ArgumentParser) -> None:
+    """The optimizer's settings, for the commands that run it on the way (check, bench)."""
+    parser.add_argument("--arrangement", choices=ARRANGEMENTS, default="auto",
+                        help="arrangement of the fused groups (as for optimize; default auto)")
+    parser.add_argument("--entry", default="main", help="host function whose launches are optimized (default main)")
+    parser.add_argument("--passes", metavar="LIST", default="all",
+                        help=f"kernel passes after fusion ({', '.join(pass_names())}; 'all' or 'none')")
+    parser.add_argument("--disable-pass", metavar="NAME", action="append", default=[],
+                        help="switch one kernel pass off (repeatable)")
+
+
 def selected_passes(passes: str, disabled: list[str]) -> tuple[str, ...]:
     """The kernel passes ``--passes`` and ``--disable-pass`` leave on; an unknown name is bad
     input (exit 2)."""

@@ -39,13 +39,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 from sirius.backend import gpu
 from sirius.backend.compare import Report, compare_runs, read_dump
-from sirius.config import CompileFlags
 from sirius.errors import InputError, SiriusError
 from sirius.tuning.torch_baselines import TorchRow
 
@@ -332,6 +332,8 @@ def run_bench(folder: Path, options: BenchOptions = BenchOptions(), progress=Non
         work = Path(tmp)
         bandwidth, bandwidth_note = _measure_bandwidth(nvcc, manifest.arch, work, options.timeout_s)
         notes = [bandwidth_note] if bandwidth_note else []
+        say(f"building {len(manifest.programs)} programs with nvcc, in parallel")
+        built = build_all(manifest.programs, manifest, nvcc, work)
         for k, program in enumerate(manifest.programs, start=1):
             say(f"[{k}/{len(manifest.programs)}] {program.name}")
             if program.error is not None:
@@ -341,9 +343,9 @@ def run_bench(folder: Path, options: BenchOptions = BenchOptions(), progress=Non
             folder_k.mkdir()
             verdict = original = optimized = error = None
             try:
-                verdict = _judge(program, manifest, options, folder_k)
-                original_run = _time(harness, library, nvcc, "original", program, manifest, options, folder_k)
-                optimized_run = _time(harness, library, nvcc, "optimized", program, manifest, options, folder_k)
+                verdict = _judge(program, built, options, folder_k)
+                original_run = _time(harness, library, "original", program, built, options, folder_k)
+                optimized_run = _time(harness, library, "optimized", program, built, options, folder_k)
                 device = device or _field(original_run, "device")
                 original, optimized = timing_of(original_run), timing_of(optimized_run)
             except (SiriusError, subprocess.TimeoutExpired, OSError) as err:
@@ -356,25 +358,69 @@ def run_bench(folder: Path, options: BenchOptions = BenchOptions(), progress=Non
                        git_commit() or manifest.commit, manifest.commit, _now(), options)
 
 
-def _flags(program: BenchProgram, manifest: Manifest) -> CompileFlags:
-    return CompileFlags(tuple(str(d) for d in program.include_dirs), program.defines, manifest.std, manifest.arch)
-
-
 def _run(binary: Path, env: dict[str, str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
     return subprocess.run([str(binary)], capture_output=True, text=True, timeout=timeout, cwd=cwd,
                           env={**os.environ, **env})
 
 
-def _judge(program: BenchProgram, manifest: Manifest, options: BenchOptions, work: Path) -> Verdict:
-    """Both programs built with the dump header and run once, without the harness."""
+@dataclass(frozen=True)
+class BuildRequest:
+    """One binary a row needs: a program built with the dump header (to judge its results) or
+    with the shared runtime (to time it under the harness)."""
+
+    source: Path
+    purpose: str  # "judge" or "time"
+    include_dirs: tuple[Path, ...]
+    defines: tuple[str, ...]
+
+    def command(self, nvcc: str, manifest: Manifest, binary: Path) -> list[str]:
+        cmd = [nvcc, "-O2", f"-std={manifest.std}", f"-arch={manifest.arch}"]
+        cmd += ["-include", str(gpu.DUMP_HEADER)] if self.purpose == "judge" else ["-cudart", "shared"]
+        cmd += [f"-I{d}" for d in self.include_dirs] + [f"-D{d}" for d in self.defines]
+        return cmd + [str(self.source), "-o", str(binary)]
+
+
+def requests_of(program: BenchProgram) -> dict[tuple[str, str], BuildRequest]:
+    """(role, purpose) -> the build a row needs: original and optimized, judged and timed."""
+    return {(role, purpose): BuildRequest(source, purpose, program.include_dirs, program.defines)
+            for role, source in (("original", program.original), ("optimized", program.optimized))
+            for purpose in ("judge", "time")}
+
+
+def build_all(programs: Sequence[BenchProgram], manifest: Manifest, nvcc: str, work: Path,
+              jobs: int | None = None) -> dict[BuildRequest, Path | SiriusError]:
+    """Every binary the rows need, built once each (a candidate equal to another, or the
+    original that every tuning row shares) and in parallel: nvcc is most of a bench's
+    time and the GPU waits for none of it. A failed build is its error, for its row."""
+    wanted = {r for p in programs if p.error is None for r in requests_of(p).values()}
+
+    def build(k: int, request: BuildRequest) -> Path | SiriusError:
+        binary = work / f"b{k}.{request.purpose}"
+        proc = subprocess.run(request.command(nvcc, manifest, binary), capture_output=True, text=True)
+        if proc.returncode != 0:
+            return SiriusError(f"nvcc cannot build {request.source.name}"
+                               f"{' for timing' if request.purpose == 'time' else ''}: {proc.stderr.strip()[-1200:]}")
+        return binary
+
+    ordered = sorted(wanted, key=lambda r: (str(r.source), r.purpose))
+    with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
+        return dict(zip(ordered, pool.map(build, range(len(ordered)), ordered)))
+
+
+def _binary(built: dict[BuildRequest, Path | SiriusError], request: BuildRequest) -> Path:
+    result = built[request]
+    if isinstance(result, SiriusError):
+        raise result
+    return result
+
+
+def _judge(program: BenchProgram, built: dict, options: BenchOptions, work: Path) -> Verdict:
+    """Both programs, built with the dump header, run once without the harness."""
     runs = {}
-    for tag, source in (("original", program.original), ("optimized", program.optimized)):
-        build = gpu.build_program(source, _flags(program, manifest), cuda_path=options.cuda_path)
-        try:
-            dump = work / f"{tag}.dump"
-            runs[tag] = (_run(build.binary.resolve(), {"SIRIUS_DUMP": str(dump)}, work, options.timeout_s), dump)
-        finally:
-            shutil.rmtree(build.binary.parent, ignore_errors=True)
+    for role in ("original", "optimized"):
+        dump = work / f"{role}.dump"
+        binary = _binary(built, requests_of(program)[role, "judge"])
+        runs[role] = (_run(binary, {"SIRIUS_DUMP": str(dump)}, work, options.timeout_s), dump)
     (a, dump_a), (b, dump_b) = runs["original"], runs["optimized"]
     if a.returncode != 0:  # nothing to compare against: the row is an error, not a wrong result
         raise SiriusError(f"the original program exits with status {a.returncode}: {a.stderr.strip()[-800:]}")
@@ -383,23 +429,17 @@ def _judge(program: BenchProgram, manifest: Manifest, options: BenchOptions, wor
                        rtol=options.rtol, atol=options.atol)
 
 
-def _time(harness, library: Path, nvcc: str, tag: str, program: BenchProgram, manifest: Manifest,
-          options: BenchOptions, work: Path):
-    """One run of the original or the optimized program (``tag``) under the harness: its HarnessRun."""
-    source = program.original if tag == "original" else program.optimized
-    binary = work / f"{tag}.timed"
-    cmd = [nvcc, "-O2", f"-std={manifest.std}", f"-arch={manifest.arch}", "-cudart", "shared"]
-    cmd += [f"-I{d}" for d in program.include_dirs] + [f"-D{d}" for d in program.defines]
-    build = subprocess.run(cmd + [str(source), "-o", str(binary)], capture_output=True, text=True)
-    if build.returncode != 0:
-        raise SiriusError(f"nvcc cannot build {source.name} for timing: {build.stderr.strip()[-1200:]}")
-    out_json = work / f"{tag}.timings.json"
+def _time(harness, library: Path, role: str, program: BenchProgram, built: dict, options: BenchOptions,
+          work: Path):
+    """One run of the original or the optimized program (``role``) under the harness: its HarnessRun."""
+    binary = _binary(built, requests_of(program)[role, "time"])
+    out_json = work / f"{role}.timings.json"
     env = dict(harness.harness_env(library, out_json, reps=options.reps, warmup=options.warmup,
                                    modes=("direct", "graph")))
     env.setdefault("LD_PRELOAD", str(library))
     proc = _run(binary, env, work, options.timeout_s)
     if proc.returncode != 0 or not out_json.is_file():
-        raise SiriusError(f"the {tag} program under the timing harness "
+        raise SiriusError(f"the {role} program under the timing harness "
                           + (f"exits with status {proc.returncode}" if proc.returncode else "wrote no timings")
                           + f": {proc.stderr.strip()[-800:]}")
     return harness.read_timings(out_json)
