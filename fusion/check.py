@@ -74,6 +74,7 @@ class CheckResult:
     kernels_checked: int = 0
     ptxas: bool = False  # register and shared memory figures came from ptxas
     notes: list[str] = field(default_factory=list)
+    figures: dict[str, KernelFigures] = field(default_factory=dict)  # every kernel's, by mangled name (ptxas)
 
 
 def ptxas_figures(job: CompileJob) -> dict[str, KernelFigures] | None:
@@ -92,7 +93,7 @@ def ptxas_figures(job: CompileJob) -> dict[str, KernelFigures] | None:
     return {k: KernelFigures(regs, smem) for k, (regs, smem) in ptxas_resources(proc.stderr).items()}
 
 
-def _registers_per_block(registers: int, threads: int) -> int:
+def registers_per_block(registers: int, threads: int) -> int:
     """Registers a block takes: allocated per warp, in units of 256."""
     warps = -(-threads // 32)
     per_warp = -(-registers * 32 // 256) * 256
@@ -101,7 +102,7 @@ def _registers_per_block(registers: int, threads: int) -> int:
 
 def check_model(model: ProgramModel, source: str, figures: dict[str, KernelFigures] | None) -> CheckResult:
     """Every fused launch of an analysed emitted program, against its promises and limits."""
-    result = CheckResult(ptxas=figures is not None)
+    result = CheckResult(ptxas=figures is not None, figures=dict(figures or {}))
     opted_in = {name: int(v) for name, v in _OPT_IN.findall(source)}
     done: set[tuple[str, int]] = set()
     for inst in model.launches:
@@ -129,7 +130,7 @@ def check_model(model: ProgramModel, source: str, figures: dict[str, KernelFigur
             found("threads", f"{name}: launched with {threads} threads per block, over its "
                              f"__launch_bounds__({inst.kernel.max_threads})")
         fig = (figures or {}).get(inst.kernel.mangled)
-        if fig is not None and threads is not None and _registers_per_block(fig.registers, threads) > REGISTER_FILE:
+        if fig is not None and threads is not None and registers_per_block(fig.registers, threads) > REGISTER_FILE:
             found("registers", f"{name}: {fig.registers} registers x {threads} threads exceed the register "
                                f"file ({REGISTER_FILE} per block)")
         static = fig.static_shared if fig is not None else sum(s.bytes or 0 for s in inst.kernel.shared

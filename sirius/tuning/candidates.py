@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from sirius.fusion.schedule import ARRANGEMENTS
 from sirius.pipeline import OptimizeState, pass_names, rearrange
 from sirius.tuning.cost_model import (GpuSpec, H100, Prediction, optimized_launches, original_launches, predict,
-                                      statement_costs)
+                                      registers_of, statement_costs)
 
 # kernel-pass settings tried with each arrangement: all passes, and fusion alone
 PASS_SETTINGS: tuple[tuple[str, tuple[str, ...] | None], ...] = (("all-passes", None), ("fusion-alone", ()))
@@ -46,7 +46,7 @@ def generate_candidates(state: OptimizeState, gpu: GpuSpec = H100) -> list[Candi
     differs)."""
     from sirius.pipeline import report
 
-    costs = statement_costs(state.model)
+    costs = statement_costs(state.model, registers_of(state))
     notes = tuple(costs.notes)
     original = predict(original_launches(state.model, costs), gpu, notes)
     out = [Candidate(ORIGINAL, None, (), state.source, original.launches, original)]

@@ -10,7 +10,7 @@ busiest thread (its dynamic global and shared accesses and barriers). From these
     graph launch   = graph node cost + execution          a CUDA Graph replays the same kernels
 
 where block waves = max(1, blocks / (SMs x blocks resident per SM)), residency limited by
-threads and static shared memory, and a thread's chain is its global accesses times their
+threads, static shared memory and registers (``ptxas -v``, through the promise check), and a thread's chain is its global accesses times their
 latency over the loads one thread keeps in flight, plus its shared accesses and barriers.
 
 A fused launch is composed from the statements it runs: a lane runs its fragments one
@@ -90,6 +90,7 @@ class LaunchShape:
     global_bytes: float
     work: ThreadWork
     grid_syncs: int = 0  # grid-wide barriers inside (cooperative launch)
+    registers: int | None = None  # per thread, from ptxas when it could compile the program
 
 
 @dataclass(frozen=True)
@@ -124,13 +125,16 @@ class StatementCosts:
 
 # ------------------------------------------------------------------ the GPU side
 
-def blocks_per_sm(shape: LaunchShape, gpu: GpuSpec, registers: int | None = None) -> int:
-    """Blocks of this shape one multiprocessor holds at once (at least one)."""
+def blocks_per_sm(shape: LaunchShape, gpu: GpuSpec) -> int:
+    """Blocks of this shape one multiprocessor holds at once (at least one): limited by
+    threads, static shared memory and, with ptxas figures, registers."""
+    from sirius.fusion.check import registers_per_block
+
     limits = [gpu.max_blocks_per_sm, gpu.max_threads_per_sm // max(shape.threads, 1)]
     if shape.shared_bytes:
         limits.append(gpu.shared_per_sm // shape.shared_bytes)
-    if registers:
-        limits.append(gpu.registers_per_sm // (registers * max(shape.threads, 1)))
+    if shape.registers:
+        limits.append(gpu.registers_per_sm // registers_per_block(shape.registers, max(shape.threads, 1)))
     return max(1, min(limits))
 
 
@@ -237,10 +241,10 @@ def _product(dims) -> int | None:
     return None if any(v is None for v in values) else math.prod(values)
 
 
-def statement_costs(model) -> StatementCosts:
+def statement_costs(model, registers: dict[str, int] | None = None) -> StatementCosts:
     """Runs per program run and the shape of one launch, for every launch statement of
-    ``model``. A statement whose grid or block the analysis cannot evaluate gets one
-    block of 256 threads, with a note."""
+    ``model`` (``registers``: per thread, by the kernel's mangled name). A statement whose
+    grid or block the analysis cannot evaluate gets one block of 256 threads, with a note."""
     import islpy as isl
 
     costs = StatementCosts()
@@ -297,7 +301,8 @@ def statement_costs(model) -> StatementCosts:
         shared = sum(a.bytes or 0 for a in inst.kernel.shared)
         costs.runs[idx] = runs
         costs.shapes[idx] = LaunchShape(inst.kernel.name, blocks, threads, shared, global_bytes,
-                                        replace(work, barriers=float(barriers)))
+                                        replace(work, barriers=float(barriers)),
+                                        registers=(registers or {}).get(inst.kernel.mangled))
     return costs
 
 
@@ -312,11 +317,12 @@ def _scaled(work: ThreadWork, times: int) -> ThreadWork:
 
 
 def fused_shape(label: str, lanes: list[list[LaunchShape]], threads: int | None = None,
-                shared_bytes: int | None = None) -> LaunchShape:
+                shared_bytes: int | None = None, registers: int | None = None) -> LaunchShape:
     """One launch running ``lanes`` side by side in their own blocks, each lane's fragments
     one after another on its first fragment's grid (a fragment with more threads in all than
     that grid is re-indexed onto it: each thread runs several of its instances). ``threads``
-    and ``shared_bytes`` are the fused kernel's, when known."""
+    ``shared_bytes`` and ``registers`` are the fused kernel's, when known (without ptxas
+    figures, the most any fragment needs)."""
     blocks = 0
     global_bytes = 0.0
     work = ThreadWork()
@@ -331,14 +337,28 @@ def fused_shape(label: str, lanes: list[list[LaunchShape]], threads: int | None 
     all_shapes = [s for lane in lanes for s in lane]
     return LaunchShape(label, blocks, threads or max(s.threads for s in all_shapes),
                        max(s.shared_bytes for s in all_shapes) if shared_bytes is None else shared_bytes,
-                       global_bytes, work)
+                       global_bytes, work,
+                       registers=registers or max((s.registers or 0 for s in all_shapes), default=0) or None)
+
+
+def registers_of(state) -> dict[str, int]:
+    """Registers per thread of the original kernels (by mangled name) and of the fused ones
+    (by name), from the figures the promise check got from ptxas; empty without nvcc."""
+    figures = state.check.figures if state.check is not None else {}
+    out = {mangled: f.registers for mangled, f in figures.items()}
+    for kernel in state.fused:  # fused kernels are C++ functions: _Z<length><name>...
+        key = next((m for m in figures if m.startswith(f"_Z{len(kernel.name)}{kernel.name}")), None)
+        if key is not None:
+            out[kernel.name] = figures[key].registers
+    return out
 
 
 def optimized_launches(state, costs: StatementCosts | None = None) -> list[tuple[LaunchShape, int]]:
     """The launches of the optimized program, composed from the schedule of ``state``: each
     fusion group one launch per run of its first statement, a wavefront one launch per wave
     (each running its share of the cells side by side), unfused statements as they were."""
-    costs = costs or statement_costs(state.model)
+    registers = registers_of(state)
+    costs = costs or statement_costs(state.model, registers)
     sched = state.schedule
     grouped = {i for g in sched.groups for i in g.launches}
     fused = {fk.group.id: fk for fk in state.fused}
@@ -347,7 +367,8 @@ def optimized_launches(state, costs: StatementCosts | None = None) -> list[tuple
         lanes = [[costs.shapes[i] for i in lane.launches] for lane in g.lanes]
         kernel = fused.get(g.id)
         cell = fused_shape(costs.shapes[g.launches[0]].label, lanes) if kernel is None else \
-            fused_shape(kernel.name, lanes, kernel.threads, kernel.static_shared + kernel.dynamic_shared)
+            fused_shape(kernel.name, lanes, kernel.threads, kernel.static_shared + kernel.dynamic_shared,
+                        registers.get(kernel.name))
         wave = sched.wavefronts.get(g.id)
         if wave is None:
             out.append((cell, costs.runs[g.launches[0]]))
@@ -424,7 +445,7 @@ def _host_domain_params(stmt):
 
 def predict_program(state, gpu: GpuSpec = H100) -> tuple[Prediction, Prediction]:
     """(original, optimized) predictions for an optimizer state after the pipeline ran."""
-    costs = statement_costs(state.model)
+    costs = statement_costs(state.model, registers_of(state))
     notes = tuple(costs.notes)
     return (predict(original_launches(state.model, costs), gpu, notes),
             predict(optimized_launches(state, costs), gpu, notes))

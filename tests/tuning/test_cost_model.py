@@ -38,6 +38,9 @@ def test_blocks_beyond_what_the_gpu_holds_at_once_run_in_waves():
     assert execution_us(two_waves, H100) == pytest.approx(2 * execution_us(one_wave, H100))
     shared_heavy = LaunchShape("k", resident, 1024, 150 * 1024, 0, ThreadWork(global_accesses=64))
     assert execution_us(shared_heavy, H100) == pytest.approx(2 * execution_us(one_wave, H100))
+    # 64 registers x 1024 threads fill a multiprocessor's 65536: one block at a time (ptxas figures)
+    register_heavy = LaunchShape("k", resident, 1024, 0, 0, ThreadWork(global_accesses=64), registers=64)
+    assert execution_us(register_heavy, H100) == pytest.approx(2 * execution_us(one_wave, H100))
 
 
 def test_bandwidth_bounds_a_kernel_that_moves_much_data():
@@ -62,7 +65,7 @@ def test_the_lstm_wavefront_is_predicted_to_win_by_far_and_the_softmax_fusion_to
     from sirius.config import CompileFlags, resolve_toolchain
     from sirius.pipeline import OptimizeState, run_pipeline
     from sirius.tuning.candidates import generate_candidates, rank_by_prediction
-    from sirius.tuning.cost_model import compulsory_bytes, predict_program
+    from sirius.tuning.cost_model import compulsory_bytes, predict_program, registers_of
 
     toolchain = resolve_toolchain(None, None)
     lstm = run_pipeline(OptimizeState(CompileJob(ROOT / "cuda_inputs" / "lstm.cu", CompileFlags(), toolchain)))
@@ -79,5 +82,8 @@ def test_the_lstm_wavefront_is_predicted_to_win_by_far_and_the_softmax_fusion_to
     assert best.prediction.direct_us < candidates[0].prediction.direct_us
     # an arrangement that fuses nothing is the original program, one candidate
     assert any(name.startswith("horizontal/") for name in candidates[0].same_as)
+    if softmax.check.ptxas:  # nvcc installed: residency uses the registers ptxas reports
+        registers = registers_of(softmax)
+        assert registers["sirius_fused_0"] > 0 and registers["_Z7row_maxPKfPfi"] > 0
     # 128 rows of 512 floats read, exponentials and results written, row maxima and sums: each once
     assert compulsory_bytes(softmax.model) == 3 * 128 * 512 * 4 + 2 * 128 * 4
