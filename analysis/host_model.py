@@ -32,6 +32,10 @@ _HOST_ALLOCATORS = {"malloc", "calloc", "aligned_alloc", "_Znwm", "_Znam", "_Znw
 _COPY_KINDS = {0: "HostToHost", 1: "HostToDevice", 2: "DeviceToHost", 3: "DeviceToDevice", 4: "Default"}
 
 
+# runtime calls that launch the kernel of their first operand with an argument array
+_LAUNCH_CALLS = ("cudaLaunchKernel", "cudaLaunchCooperativeKernel")
+
+
 @dataclass(frozen=True)
 class _CopyCall:
     """Operand positions of a runtime copy or memset; ``None`` where the call has none."""
@@ -297,7 +301,7 @@ class _HostModelBuilder:
                     continue
                 if callee == "__cudaPushCallConfiguration":
                     pending_config = ins
-                elif callee == "cudaLaunchKernel" and ins.operands and ins.operands[0].kind == "func":
+                elif callee in _LAUNCH_CALLS and ins.operands and ins.operands[0].kind == "func":
                     self._launch(ins, ins.operands[0].name, pending_config, nest, domain, via_array=True)
                     pending_config = None
                 elif "__device_stub__" in callee:
@@ -509,7 +513,7 @@ class _HostModelBuilder:
         found = None
         for ins in fn.instructions():
             c = ins.callee
-            if c == "cudaLaunchKernel" or (c and "__device_stub__" in c):
+            if c in _LAUNCH_CALLS or (c and "__device_stub__" in c):
                 return "launches kernels"
             if c is None and ins.opcode in ("call", "invoke") and "asm" not in ins.text.split("(", 1)[0]:
                 found = found or "calls through a function pointer"

@@ -40,9 +40,9 @@ from sirius.errors import InputError, SiriusError, ToolchainError
 from sirius.fusion.promises import RESTRICT, broken_promises, pointer_uses
 from sirius.fusion.schedule import STATIC_SHARED_LIMIT, shared_opt_in_limit
 
-FUSED_KERNEL = re.compile(r"^sirius_(fused|wave)_(\d+)$")
-GENERATED_KERNEL = re.compile(r"\bsirius_(?:fused|wave)_\d+\b")  # in a program's text
-FUSED_MANGLED = re.compile(r"(?:^|\d)sirius_(?:fused|wave)_\d+")
+FUSED_KERNEL = re.compile(r"^sirius_(fused|wave|coop)_(\d+)$")  # coop: N is the region, else the group
+GENERATED_KERNEL = re.compile(r"\bsirius_(?:fused|wave|coop)_\d+\b")  # in a program's text
+FUSED_MANGLED = re.compile(r"(?:^|\d)sirius_(?:fused|wave|coop)_\d+")
 _FRAGMENT_PARAM = re.compile(r"^s(\d+)_")
 _OPT_IN = re.compile(r"cudaFuncSetAttribute\(\s*(\w+)\s*,\s*cudaFuncAttributeMaxDynamicSharedMemorySize\s*,"
                      r"\s*(\d+)\s*\)")

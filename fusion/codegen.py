@@ -24,7 +24,7 @@ from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.fusion import kernel_ir as ir
 from sirius.fusion.kernel_ir import KernelIR
 from sirius.fusion.promises import strip_restrict
-from sirius.fusion.redundant_barriers import drop_barrier_lines
+from sirius.fusion.redundant_barriers import BARRIER_CALL, drop_barrier_lines
 from sirius.fusion.shared_overlay import POOL_ALIGNMENT, pool_layout, pooled_declaration
 from sirius.fusion.schedule import FusionGroup, Schedule
 
@@ -42,17 +42,29 @@ def _fragment_call(inst: LaunchInstance, decl) -> str:
     return f"{scope}{_fragment_name(inst)}{targs}"
 
 
-def _body(decl, removed_barriers: tuple[int, ...], pooled: bool) -> str:
+def _body(decl, removed_barriers: tuple[int, ...], pooled: bool, narrow: bool = False) -> str:
     """The kernel's body as a fragment runs it: its static shared arrays as references into
-    the pool when ``pooled``, without the own barriers at ``removed_barriers``."""
+    the pool when ``pooled``, without the own barriers at ``removed_barriers``, and with
+    ``narrow`` its barriers counting only its own threads (a phase of a cooperative kernel
+    may run in the first threads of a larger block: ``fusion.cooperative``)."""
     text = decl.body_text
     if pooled:
         for d, offset in sorted(pool_layout(decl)[0], key=lambda p: -p[0].start):
             text = text[:d.start] + pooled_declaration(d, offset, text[d.start:d.end]) + text[d.end:]
-    return drop_barrier_lines(text, decl.body_line, removed_barriers)
+    text = drop_barrier_lines(text, decl.body_line, removed_barriers)
+    return BARRIER_CALL.sub("sirius_block_sync(sirius_bdim);", text) if narrow else text
 
 
-def _fragment(inst: LaunchInstance, decl, removed_barriers: tuple[int, ...] = (), pooled: bool = False) -> str:
+# a barrier over the threads of a fragment's own block, which may be the first threads of a larger one
+BLOCK_SYNC_HELPER = """static __device__ __forceinline__ void sirius_block_sync(const dim3 sirius_b) {
+  const unsigned sirius_n = sirius_b.x * sirius_b.y * sirius_b.z;
+  if (sirius_n == blockDim.x * blockDim.y * blockDim.z) __syncthreads(); else __barrier_sync_count(1, sirius_n);
+}
+"""
+
+
+def _fragment(inst: LaunchInstance, decl, removed_barriers: tuple[int, ...] = (), pooled: bool = False,
+              narrow: bool = False) -> str:
     """The kernel's body as a device function, in the kernel's namespaces (its body names
     what they hold) and, for a template instance, a template called with the instance's
     arguments (see ``_body`` for what the passes change in it)."""
@@ -72,7 +84,7 @@ def _fragment(inst: LaunchInstance, decl, removed_barriers: tuple[int, ...] = ()
             f"static __device__ __forceinline__ void {_fragment_name(inst)}(\n"
             f"    const uint3 sirius_bid, const uint3 sirius_tid, const dim3 sirius_bdim, const dim3 sirius_gdim"
             + (", unsigned char* const sirius_pool" if pooled else "")
-            + f"{sep}{params}) {{\n{shadow}\n  {_body(decl, removed_barriers, pooled)}\n}}\n"
+            + f"{sep}{params}) {{\n{shadow}\n  {_body(decl, removed_barriers, pooled, narrow)}\n}}\n"
             + ("}" * len(decl.namespaces) + "\n" if decl.namespaces else ""))
 
 
@@ -144,52 +156,129 @@ def _between_barriers(lane: ir.Lane) -> list:
     return parts
 
 
+def _dispatch(k: KernelIR, insts, decls, block: str, threads: int, indent: str) -> list[str]:
+    """The lanes of ``k`` dispatched on the linear block index ``block`` (a C expression), in
+    a block of ``threads`` threads: each lane sees its own shape; a lane of a smaller block
+    runs its fragments on its threads only, and every thread reaches its barriers."""
+    body = [f"{indent}const unsigned sirius_block = {block};", f"{indent}const unsigned sirius_thread = threadIdx.x;"]
+    inner = indent + "  "
+    for n, lane in enumerate(k.lanes):
+        g, b, start = lane.grid, lane.block, lane.first_block
+        body.append(f"{indent}{'if' if n == 0 else '} else if'} (sirius_block < {start + lane.blocks}u) {{")
+        body.append(f"{inner}const unsigned sirius_local = sirius_block - {start}u;")
+        body.append(f"{inner}const dim3 sirius_gdim({g[0]}, {g[1]}, {g[2]});")
+        body.append(f"{inner}const dim3 sirius_bdim({b[0]}, {b[1]}, {b[2]});")
+        body.append(f"{inner}const uint3 sirius_bid = make_uint3(sirius_local % {g[0]}u, "
+                    f"(sirius_local / {g[0]}u) % {g[1]}u, sirius_local / {g[0] * g[1]}u);")
+        tid = (f"const uint3 sirius_tid = make_uint3(sirius_thread % {b[0]}u, "
+               f"(sirius_thread / {b[0]}u) % {b[1]}u, sirius_thread / {b[0] * b[1]}u);")
+        indices = "sirius_bid, sirius_tid, sirius_bdim, sirius_gdim"
+        if lane.threads == threads:
+            body.append(f"{inner}{tid}")
+            body += _lane_body(lane, insts, decls, indices, inner)
+        elif lane.threads > threads:  # a larger block: its threads in turns (they share nothing: fusion.cooperative)
+            body.append(f"{inner}for (unsigned sirius_turn = sirius_thread; sirius_turn < {lane.threads}u; "
+                        f"sirius_turn += {threads}u) {{")
+            body.append(f"{inner}  {tid.replace('sirius_thread', 'sirius_turn')}")
+            body += _lane_body(lane, insts, decls, indices, inner + "  ")
+            body.append(f"{inner}}}")
+        elif not any(isinstance(step, ir.Barrier) for step in lane.body):
+            body.append(f"{inner}if (sirius_thread < {lane.threads}u) {{  // this fragment's block is smaller")
+            body.append(f"{inner}  {tid}")
+            body += _lane_body(lane, insts, decls, indices, inner + "  ")
+            body.append(f"{inner}}}")
+        else:  # every thread of the block reaches each barrier; only the lane's threads run fragments
+            body.append(f"{inner}{tid}")
+            for part in _between_barriers(lane):
+                if isinstance(part, ir.Barrier):
+                    body += _lane_body(dataclasses.replace(lane, body=(part,)), insts, decls, indices, inner)
+                    continue
+                body.append(f"{inner}if (sirius_thread < {lane.threads}u) {{  // this fragment's block is smaller")
+                body += _lane_body(dataclasses.replace(lane, body=part), insts, decls, indices, inner + "  ")
+                body.append(f"{inner}}}")
+    body.append(f"{indent}}}")
+    return body
+
+
+def _locals(k: KernelIR, pool: str = "sirius_pool") -> list[str]:
+    """What a fused kernel defines before its lanes: folded parameters, the shared pool."""
+    body = [f"  {p.definition}" for p in k.params if not p.passed]
+    if k.pool:
+        body.append(f"  __shared__ __align__({POOL_ALIGNMENT}) unsigned char {pool}[{k.pool}];")
+    return body
+
+
 def _fused_kernel(k: KernelIR, insts, decls) -> str:
     """The text of a fused kernel: one lane runs in every block with the builtin indices;
     several dispatch on the block index, each with its own shape."""
-    body: list[str] = [f"  {p.definition}" for p in k.params if not p.passed]
-    if k.pool:
-        body.append(f"  __shared__ __align__({POOL_ALIGNMENT}) unsigned char sirius_pool[{k.pool}];")
+    body = _locals(k)
     if len(k.lanes) == 1:
         g, b = k.lanes[0].grid, k.lanes[0].block
         shapes = (f"dim3({b[0]}, {b[1]}, {b[2]}), dim3({g[0]}, {g[1]}, {g[2]})" if k.constant_shapes
                   else "blockDim, gridDim")
         body += _lane_body(k.lanes[0], insts, decls, f"blockIdx, threadIdx, {shapes}", "  ")
     else:
-        body.append("  const unsigned sirius_block = blockIdx.x;")
-        body.append("  const unsigned sirius_thread = threadIdx.x;")
-        for n, lane in enumerate(k.lanes):
-            g, b, start = lane.grid, lane.block, lane.first_block
-            body.append(f"  {'if' if n == 0 else '} else if'} (sirius_block < {start + lane.blocks}u) {{")
-            body.append(f"    const unsigned sirius_local = sirius_block - {start}u;")
-            body.append(f"    const dim3 sirius_gdim({g[0]}, {g[1]}, {g[2]});")
-            body.append(f"    const dim3 sirius_bdim({b[0]}, {b[1]}, {b[2]});")
-            body.append(f"    const uint3 sirius_bid = make_uint3(sirius_local % {g[0]}u, "
-                        f"(sirius_local / {g[0]}u) % {g[1]}u, sirius_local / {g[0] * g[1]}u);")
-            tid = (f"const uint3 sirius_tid = make_uint3(sirius_thread % {b[0]}u, "
-                   f"(sirius_thread / {b[0]}u) % {b[1]}u, sirius_thread / {b[0] * b[1]}u);")
-            indices = "sirius_bid, sirius_tid, sirius_bdim, sirius_gdim"
-            if lane.threads == k.threads:
-                body.append(f"    {tid}")
-                body += _lane_body(lane, insts, decls, indices, "    ")
-            elif not any(isinstance(step, ir.Barrier) for step in lane.body):
-                body.append(f"    if (sirius_thread < {lane.threads}u) {{  // this fragment's block is smaller")
-                body.append(f"      {tid}")
-                body += _lane_body(lane, insts, decls, indices, "      ")
-                body.append("    }")
-            else:  # every thread of the block reaches each barrier; only the lane's threads run fragments
-                body.append(f"    {tid}")
-                for part in _between_barriers(lane):
-                    if isinstance(part, ir.Barrier):
-                        body += _lane_body(dataclasses.replace(lane, body=(part,)), insts, decls, indices, "    ")
-                        continue
-                    body.append(f"    if (sirius_thread < {lane.threads}u) {{  // this fragment's block is smaller")
-                    body += _lane_body(dataclasses.replace(lane, body=part), insts, decls, indices, "      ")
-                    body.append("    }")
-        body.append("  }")
+        body += _dispatch(k, insts, decls, "blockIdx.x", k.threads, "  ")
     members = ", ".join(insts[f.launch].kernel.name for lane in k.lanes for f in lane.fragments)
     return (f"// {k.group.arrangement} fusion of {members}\n"
             f"{_signature(k.name, _passed(k), k.threads)} {{\n" + "\n".join(body) + "\n}\n")
+
+
+def _cooperative_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
+    """One kernel running ``phases`` (the groups of a region) in order, a grid barrier
+    between them; each phase a loop over its blocks as virtual blocks of this grid, so the
+    grid can be as large as what is resident at once (the occupancy API) and no larger."""
+    body: list[str] = []
+    for n, k in enumerate(phases):
+        pool = f"sirius_pool_{k.group.id}"
+        body += [line.replace("sirius_pool[", f"{pool}[") for line in _locals(k, pool)]
+    for n, k in enumerate(phases):
+        if n:
+            body.append("  cooperative_groups::this_grid().sync();  // the next phase reads what this one wrote, "
+                        "in any block")
+        blocks = sum(lane.blocks for lane in k.lanes)
+        members = ", ".join(insts[f.launch].kernel.name for lane in k.lanes for f in lane.fragments)
+        body.append(f"  // phase {n}: {members} ({blocks} blocks)")
+        body.append(f"  for (unsigned sirius_vb = blockIdx.x; sirius_vb < {blocks}u; sirius_vb += gridDim.x) {{")
+        lanes = _dispatch(k, insts, decls, "sirius_vb", plan.threads, "    ")
+        body += [line.replace("sirius_pool +", f"sirius_pool_{k.group.id} +") for line in lanes]
+        body.append("    __syncthreads();  // the next virtual block reuses this block's shared memory")
+        body.append("  }")
+    params = [strip_restrict(p.declared) for k in phases for p in k.params if p.passed]
+    return (f"// cooperative fusion of region {plan.region}: {len(phases)} phases, grid barriers between them\n"
+            f"{_signature(plan.name, params, plan.threads)} {{\n" + "\n".join(body) + "\n}\n")
+
+
+def _cooperative_launch(plan, phases: list[KernelIR]) -> str:
+    """Host code launching a cooperative kernel over as many blocks as are resident at once
+    (and no more than its largest phase has); false in ``sirius_coop_done`` when the device
+    cannot launch it cooperatively, so the original launches run instead."""
+    blocks = max(sum(lane.blocks for lane in k.lanes) for k in phases)
+    dynamic = max(k.dynamic_shared for k in phases)
+    passed = [(p, k) for k in phases for p in k.params if p.passed]
+    typed = "".join(f"{strip_restrict(p.ctype)} sirius_c{n} = sirius_a{p.launch}_{p.position}; "
+                    for n, (p, _) in enumerate(passed))
+    args = ", ".join(f"(void*)&sirius_c{n}" for n in range(len(passed))) or "nullptr"
+    name = plan.name
+    return ("bool sirius_coop_done = false; { "
+            "int sirius_dev = 0, sirius_coop = 0, sirius_sms = 0, sirius_per_sm = 0; "
+            "cudaGetDevice(&sirius_dev); "
+            "cudaDeviceGetAttribute(&sirius_coop, cudaDevAttrCooperativeLaunch, sirius_dev); "
+            "cudaDeviceGetAttribute(&sirius_sms, cudaDevAttrMultiProcessorCount, sirius_dev); "
+            f"cudaOccupancyMaxActiveBlocksPerMultiprocessor(&sirius_per_sm, {name}, {plan.threads}, {dynamic}); "
+            "unsigned sirius_grid = (unsigned)(sirius_per_sm * sirius_sms); "
+            f"if (sirius_grid > {blocks}u) sirius_grid = {blocks}u; "
+            # a build may bound what runs at once (the CPU backend runs each block on a thread of its own)
+            "\n#ifdef SIRIUS_COOPERATIVE_MAX_BLOCKS\n"
+            "if (sirius_grid > (unsigned)SIRIUS_COOPERATIVE_MAX_BLOCKS) sirius_grid = (unsigned)SIRIUS_COOPERATIVE_MAX_BLOCKS;"
+            "\n#endif\n#ifdef SIRIUS_COOPERATIVE_MAX_THREADS\n"
+            f"if (sirius_grid > (unsigned)SIRIUS_COOPERATIVE_MAX_THREADS / {plan.threads}u) "
+            f"sirius_grid = (unsigned)SIRIUS_COOPERATIVE_MAX_THREADS / {plan.threads}u;"
+            "\n#endif\n"
+            f"{typed}void* sirius_args[] = {{{args}}}; "
+            f"if (sirius_coop && sirius_grid > 0) {{ sirius_coop_done = cudaLaunchCooperativeKernel({name}, "
+            f"dim3(sirius_grid), dim3({plan.threads}), sirius_args, {dynamic}, 0) == cudaSuccess; "
+            "if (!sirius_coop_done) (void)cudaGetLastError(); /* ours: the original launches run instead */ } }")
 
 
 def _passed(k: KernelIR) -> list[str]:
@@ -385,15 +474,27 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
         return source, []
     kernels_text: list[str] = []
     done: set[str] = set()
+    # kernels a cooperative kernel runs in fewer threads than its block: their barriers count theirs
+    narrow = {insts[f.launch].kernel.mangled for k in kernels if k.group.region in schedule.cooperative
+              for lane in k.lanes if lane.threads < schedule.cooperative[k.group.region].threads
+              for f in lane.fragments if insts[f.launch].kernel.barriers}
     for k in kernels:
         for f in (f for lane in k.lanes for f in lane.fragments):
             name = _fragment_name(insts[f.launch])
             if name not in done:
                 done.add(name)
-                kernels_text.append(_fragment(insts[f.launch], decls[f.launch], f.removed_barriers, f.pooled))
+                kernels_text.append(_fragment(insts[f.launch], decls[f.launch], f.removed_barriers, f.pooled,
+                                              insts[f.launch].kernel.mangled in narrow))
     fused: dict[int, KernelIR] = {}
     edits: list[tuple[int, int, str]] = []
+    phases_of = {region: [k for k in kernels if k.group.id in plan.phases]
+                 for region, plan in schedule.cooperative.items()}
+    for region, plan in schedule.cooperative.items():
+        kernels_text.append(_cooperative_kernel(plan, phases_of[region], insts, decls))
     for k in kernels:
+        if k.group.region in schedule.cooperative:
+            fused[k.group.id] = dataclasses.replace(k, name=schedule.cooperative[k.group.region].name)
+            continue
         if k.wave is not None:
             _, described = _wave_guard(k.group, k.wave, insts, source.encode())
             fused[k.group.id] = k = dataclasses.replace(k, assumptions=tuple(described))
@@ -419,7 +520,14 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
         for idx in region.launches:
             inst = insts[idx]
             text = f"/* sirius: {inst.site.kernel} launch rescheduled */ " + _temporaries(inst, True)
-            if idx == last:
+            if idx == last and region.id in schedule.cooperative:
+                plan = schedule.cooperative[region.id]
+                original = "; ".join(_original_launch(insts[i]) for i in region.launches)
+                launch = _cooperative_launch(plan, phases_of[region.id])
+                text += (f"; if ({' && '.join(guard) or 'true'}) {{ /* sirius: one cooperative launch */ {launch} "
+                         f"if (!sirius_coop_done) {{ {original}; }} }} "
+                         f"else {{ /* sirius: not the shapes optimized for: the original launches */ {original}; }}")
+            elif idx == last:
                 issue = "; ".join(_issue(g, insts, fused) for g in groups)
                 original = "; ".join(_original_launch(insts[i]) for i in region.launches)
                 text += (f"; if ({' && '.join(guard) or 'true'}) {{ /* sirius: fused launches */ {issue}; }} "
@@ -435,13 +543,20 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
     prototypes = ""
     if entry is not None and insert_at > entry.start_offset:
         prototypes = "".join(_signature(k.name, _passed(k), k.threads) + ";\n"
-                             for k in fused.values() if k.wave is None)
+                             for k in fused.values() if k.wave is None and k.group.region not in schedule.cooperative)
+        prototypes += "".join(_signature(plan.name, [strip_restrict(p.declared) for k in phases_of[r]
+                                                     for p in k.params if p.passed], plan.threads) + ";\n"
+                              for r, plan in schedule.cooperative.items())
         if any(k.wave is not None for k in kernels):
             prototypes = ""  # wave kernels need the helper macros too: keep everything above the entry
             insert_at = entry.start_offset
     helpers = ("#ifndef sirius_floord\n#define sirius_floord(n, d) (((n) < 0) ? -((-(n) + (d) - 1) / (d)) : (n) / (d))\n"
                "#define sirius_min(a, b) ((a) < (b) ? (a) : (b))\n#define sirius_max(a, b) ((a) > (b) ? (a) : (b))\n"
                "#endif\n")
+    if schedule.cooperative:  # first, before the program's own macros can rename what the header declares
+        edits.append((0, 0, "#include <cooperative_groups.h>  // sirius: cooperative launches below\n"))
+    if narrow:
+        helpers += BLOCK_SYNC_HELPER
     block = ("\n\n// ---- kernels generated by sirius ----\n" + helpers + "\n".join(kernels_text)
              + "// ---- end of generated kernels ----\n").encode()
     edits.append((insert_at, insert_at, block.decode()))

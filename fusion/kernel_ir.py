@@ -261,8 +261,10 @@ def lower_group(model: ProgramModel, schedule: Schedule, group: FusionGroup) -> 
 
 
 def lower(model: ProgramModel, schedule: Schedule) -> list[KernelIR]:
-    """One fused kernel per group of more than one launch, in the schedule's order."""
-    return [lower_group(model, schedule, g) for g in schedule.groups if len(g.launches) > 1]
+    """One fused kernel per group of more than one launch, and per group of a region run as
+    one cooperative launch (each such group is a phase of it), in the schedule's order."""
+    return [lower_group(model, schedule, g) for g in schedule.groups
+            if len(g.launches) > 1 or g.region in schedule.cooperative]
 
 
 # ------------------------------------------------------------------ printing the IR

@@ -33,7 +33,7 @@ from sirius.analysis.uar import isl_budget
 from sirius.fusion.kernel_ir import Barrier, Fragment, KernelIR, Lane, Ordering
 
 ROLE_OPERATION_BUDGET = 2_000_000  # isl operations for one launch's virtual dependences
-_BARRIER_CALL = re.compile(r"\b__syncthreads\s*\(\s*\)\s*;")
+BARRIER_CALL = re.compile(r"\b__syncthreads\s*\(\s*\)\s*;")
 
 
 # ------------------------------------------------------------------ a fragment's own barriers
@@ -122,7 +122,7 @@ def _own_barriers_to_remove(kernels: list[KernelIR], model: ProgramModel) -> dic
             continue
         text = decl.body_text.split("\n")
         ok = frozenset(line for line in lines if 0 <= line - decl.body_line < len(text)
-                       and len(_BARRIER_CALL.findall(text[line - decl.body_line])) == 1)
+                       and len(BARRIER_CALL.findall(text[line - decl.body_line])) == 1)
         if ok:
             out[name] = ok
     return out
@@ -134,7 +134,7 @@ def drop_barrier_lines(body_text: str, body_line: int, lines: tuple[int, ...]) -
     text = body_text.split("\n")
     for line in lines:
         i = line - body_line
-        text[i] = _BARRIER_CALL.sub("/* barrier removed: it orders no dependence */", text[i], count=1)
+        text[i] = BARRIER_CALL.sub("/* barrier removed: it orders no dependence */", text[i], count=1)
     return "\n".join(text)
 
 

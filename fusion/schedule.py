@@ -105,6 +105,7 @@ class Schedule:
     groups: list[FusionGroup] = field(default_factory=list)  # in execution order
     refusals: list[Refusal] = field(default_factory=list)
     wavefronts: dict = field(default_factory=dict)  # group id -> fusion.wavefront.Wavefront
+    cooperative: dict = field(default_factory=dict)  # region id -> fusion.cooperative.CooperativeRegion
 
     def group_of(self, launch: int) -> FusionGroup | None:
         return next((g for g in self.groups if launch in g.launches), None)

@@ -114,8 +114,12 @@ def find_clang(explicit: str | None = None) -> str:
 
 def resolve_toolchain(clang: str | None = None, cuda_path: str | None = None) -> Toolchain:
     extra = _curand_include_dir()
+    root = find_cuda_path(cuda_path)
+    # CUDA 13 keeps libcu++ (cuda/std/...), which cooperative_groups.h includes, under include/cccl;
+    # nvcc adds that folder itself, clang does not
+    cccl = Path(root) / "include" / "cccl"
     return Toolchain(
         clang=find_clang(clang),
-        cuda_path=find_cuda_path(cuda_path),
-        extra_include_dirs=(extra,) if extra else (),
+        cuda_path=root,
+        extra_include_dirs=tuple(str(d) for d in (extra, cccl if cccl.is_dir() else None) if d),
     )

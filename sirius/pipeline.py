@@ -18,13 +18,14 @@ from sirius.errors import SiriusError
 from sirius.fusion.barriers import place_barriers
 from sirius.fusion.check import CheckResult, check_program
 from sirius.fusion.code_motion import interleave_fragments
+from sirius.fusion.cooperative import plan_cooperative
 from sirius.fusion.codegen import generate
 from sirius.fusion.host_constants import propagate_host_constants
 from sirius.fusion.kernel_ir import KernelIR, lower
 from sirius.fusion.promises import BrokenPromise, keep_promises, split_group
 from sirius.fusion.read_once import read_shared_inputs_once
 from sirius.fusion.redundant_barriers import eliminate_redundant_barriers
-from sirius.fusion.schedule import Schedule, build_schedule
+from sirius.fusion.schedule import Refusal, Schedule, build_schedule
 from sirius.fusion.shared_overlay import overlay_shared_memory
 from sirius.fusion.wavefront import Wavefront, plan_wavefront
 
@@ -63,6 +64,7 @@ class OptimizeState:
     entry: str = "main"
     arrangement: str = "auto"
     passes: tuple[str, ...] = tuple(p.name for p in KERNEL_PASSES)  # kernel passes switched on
+    cooperative: bool = False  # a region's groups as phases of one cooperative launch (fusion.cooperative)
     source: str = ""
     model: ProgramModel | None = None
     uar: UAR | None = None
@@ -108,6 +110,14 @@ def _wavefront(st: OptimizeState) -> None:
             st.schedule.refusals.append(plan)
 
 
+def _cooperative(st: OptimizeState) -> None:
+    if not st.cooperative:
+        return
+    plans, refusals = plan_cooperative(st.model, st.schedule)
+    st.schedule.cooperative = {p.region: p for p in plans}
+    st.schedule.refusals += refusals
+
+
 def _lower(st: OptimizeState) -> None:
     st.kernels = lower(st.model, st.schedule)
 
@@ -149,6 +159,10 @@ def _check(st: OptimizeState) -> None:
         if not st.check.violations:
             return
         st.check_findings += st.check.violations
+        if st.schedule.cooperative:  # cooperative launches are an option: the first thing to take back
+            _drop_cooperative(st, st.check.violations)
+            _fuse(st)
+            continue
         by_group = {}
         for v in st.check.violations:
             by_group.setdefault(v.group, v)
@@ -161,12 +175,26 @@ def _check(st: OptimizeState) -> None:
                       f"{len(st.check_findings)} fused kernels unfused")
 
 
+def _drop_cooperative(st: OptimizeState, violations) -> None:
+    """Run the regions a violation names (all, when it names none) as separate launches again."""
+    named = {v.group for v in violations if v.kernel.startswith("sirius_coop_")}
+    for region in list(named or st.schedule.cooperative):
+        plan = st.schedule.cooperative.pop(region, None)
+        if plan is not None:
+            first = next(r for r in st.schedule.regions if r.id == region)
+            why = "; ".join(v.message for v in violations if v.group == region) or violations[0].message
+            st.schedule.refusals.append(Refusal((first.launches[0], first.launches[-1]),
+                                                f"not one cooperative launch: the promise check found: {why}"))
+
+
 PIPELINE: tuple[Stage, ...] = (
     Stage("analyze", _analyze, "compile to IR, model kernels and host statements"),
     Stage("uar", _uar, "dependences between statement instances, with widths"),
     Stage("schedule", _schedule, "group launches: vertical (P1), isl time steps (P2), horizontal within a step "
                                  "(P3), never across a global dependence"),
     Stage("wavefront", _wavefront, "skew a fused loop nest so each anti-diagonal is one launch (isl AST)"),
+    Stage("cooperative", _cooperative, "with --cooperative: a region's groups as phases of one cooperative launch, "
+                                       "grid barriers between them"),
     Stage("lower", _lower, "one fused kernel per group: parameters, lanes, fragments, shared arrays (kernel IR)"),
     Stage("barriers", _barriers, "the __syncthreads() each lane needs, with what it orders"),
     Stage("promises", _promises, "keep only the __restrict__ promises the alias facts prove; split groups "
@@ -191,13 +219,16 @@ def run_pipeline(state: OptimizeState, print_after: str | None = None,
     return state
 
 
-def rearrange(state: OptimizeState, arrangement: str, passes: tuple[str, ...] | None = None) -> OptimizeState:
-    """The same analysis scheduled with another arrangement (and other kernel passes, if
-    given): reruns the stages from the schedule on."""
+def rearrange(state: OptimizeState, arrangement: str, passes: tuple[str, ...] | None = None,
+              cooperative: bool | None = None) -> OptimizeState:
+    """The same analysis scheduled with another arrangement (and other kernel passes, or
+    cooperative launches on or off, if given): reruns the stages from the schedule on."""
     other = OptimizeState(state.job, state.entry, arrangement, state.passes if passes is None else passes,
+                          state.cooperative if cooperative is None else cooperative,
                           state.source, state.model, state.uar)
     _schedule(other)
     _wavefront(other)
+    _cooperative(other)
     _fuse(other)
     _check(other)
     return other
@@ -210,6 +241,8 @@ def pairs_without_reason(state: OptimizeState) -> list[tuple[int, int]]:
     that this list is empty."""
     sched = state.schedule
     side = {i: ("group", g.id) for g in sched.groups for i in g.launches}
+    side.update({i: ("cooperative", g.region) for g in sched.groups if g.region in sched.cooperative
+                 for i in g.launches})
     order = sorted(i.statement.index for i in state.model.launches)
     side.update({i: ("alone", i) for i in order if i not in side})
     linked = set()
@@ -239,8 +272,12 @@ def report(state: OptimizeState) -> dict[str, Any]:
         return dom.count_val().to_python() if dom.is_bounded() else None
 
     grouped = {i for g in sched.groups for i in g.launches}
+    # a cooperative region is one launch per run of its first group
+    phases_after_first = {p for plan in sched.cooperative.values() for p in plan.phases[1:]}
     after_counts = [sched.wavefronts[g.id].waves if g.id in sched.wavefronts else per_run(g.launches[0])
-                    for g in sched.groups]
+                    for g in sched.groups if g.id not in phases_after_first]
+    joined = [set(i for g in sched.groups if g.id in plan.phases for i in g.launches)
+              for plan in sched.cooperative.values()]
     after_counts += [per_run(i) for i in insts if i not in grouped]
     after = None if any(c is None for c in after_counts) else sum(after_counts)
     kernels_after = {fk.name for fk in state.fused}
@@ -265,9 +302,15 @@ def report(state: OptimizeState) -> dict[str, Any]:
             "across_syncs": _syncs_crossed(state, g),
             **_kernel_facts(state, g.id),
         } for g in sched.groups if len(g.launches) > 1],
+        "cooperative": [{
+            "region": plan.region, "kernel": plan.name, "threads": plan.threads, "grid_barriers": len(plan.phases) - 1,
+            "phases": [[{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].statement.line}
+                        for i in g.launches] for g in sched.groups if g.id in plan.phases]}
+            for plan in sched.cooperative.values()],
+        # refusals between launches a cooperative launch joined after all are left out
         "refused": [{"launches": [{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].statement.line}
                                   for i in r.launches if i in insts], "reason": r.reason}
-                    for r in sched.refusals],
+                    for r in sched.refusals if not (len(r.launches) > 1 and any(set(r.launches) <= j for j in joined))],
         # launches that follow one another, left apart with no refusal naming them (must stay empty)
         "apart_without_reason": [[{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].statement.line}
                                   for i in pair] for pair in pairs_without_reason(state)],

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -82,3 +83,19 @@ def test_an_original_that_fails_exits_2(tmp_path):
                  "  printf(\"done\\n\"); return 3; }\n")
     proc = sirius("check", str(p))
     assert proc.returncode == 2 and "the original program exited with status 3" in proc.stderr, proc.stderr
+
+
+def test_a_predicted_speedup_threshold_says_it_is_predicted(tmp_path):
+    js = tmp_path / "check.json"
+    proc = sirius("check", CHAIN, "--min-speedup", "1.5", "--predicted", "--json", str(js))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    speedup = next(c for c in json.loads(js.read_text())["checks"] if c["name"] == "speedup")
+    assert speedup["passed"] and speedup["value"] >= 1.5 and "predicted by the cost model, not measured" in speedup["detail"]
+    failing = sirius("check", CHAIN, "--min-speedup", "100", "--predicted")
+    assert failing.returncode == 1 and "FAIL speedup" in failing.stdout and "below the threshold" in failing.stdout
+
+
+def test_a_measured_speedup_threshold_without_a_gpu_is_bad_input():
+    proc = subprocess.run([SIRIUS, "check", CHAIN, "--min-speedup", "1.1"], capture_output=True, text=True,
+                          env={**os.environ, "PATH": "/usr/bin:/bin"})  # no nvidia-smi
+    assert proc.returncode == 2 and "needs a GPU to measure on" in proc.stderr and "--predicted" in proc.stderr

@@ -17,12 +17,14 @@ express is done here, on the text:
    ``__launch_bounds__(...)``, ``__align__(n)``...) become plain C++.
 
 A launch of a kernel declared with ``__launch_bounds__(N)`` (N a number after
-preprocessing) carries N, so that a block larger than N fails as on a GPU.
+preprocessing) carries N, so that a block larger than N fails as on a GPU; N
+is also registered by the kernel's name, for what names a kernel without
+``<<<>>>`` (``cudaLaunchCooperativeKernel``, occupancy queries).
 
 It also refuses, with the file and line, what the CPU backend cannot run:
-texture and surface objects, cooperative grid synchronization, CUDA graphs,
-CUDA arrays, inline assembly, and kernel launches from device code (dynamic
-parallelism).
+texture and surface objects, multi-device cooperative launches (multi-grid
+groups), CUDA graphs, CUDA arrays, inline assembly, and kernel launches from
+device code (dynamic parallelism).
 
 Every rewrite keeps the line breaks of the text it replaces, so line markers,
 ``__LINE__`` and compiler diagnostics still point into the original files.
@@ -51,7 +53,7 @@ _IDENT_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567
 # Identifiers of features the CPU backend cannot run: name -> what (and verb).
 _TEXTURE = "texture objects and references are"
 _SURFACE = "surface objects and references are"
-_GRID = "cooperative grid synchronization (cooperative launches, grid groups) is"
+_MULTI_GRID = "multi-device cooperative launches (multi-grid groups) are"
 _UNSUPPORTED_NAMES = {
     **dict.fromkeys(
         ["tex1Dfetch", "tex1D", "tex2D", "tex3D", "tex1DLayered", "tex2DLayered", "texCubemap",
@@ -62,8 +64,8 @@ _UNSUPPORTED_NAMES = {
         ["surf1Dread", "surf1Dwrite", "surf2Dread", "surf2Dwrite", "surf3Dread", "surf3Dwrite",
          "cudaSurfaceObject_t", "cudaCreateSurfaceObject"], _SURFACE),
     **dict.fromkeys(
-        ["cudaLaunchCooperativeKernel", "cudaLaunchCooperativeKernelMultiDevice", "this_grid",
-         "this_multi_grid", "grid_group", "multi_grid_group"], _GRID),
+        ["cudaLaunchCooperativeKernelMultiDevice", "this_multi_grid", "multi_grid_group"],
+        _MULTI_GRID),
     **dict.fromkeys(
         ["cudaGraphCreate", "cudaGraphLaunch", "cudaGraphInstantiate", "cudaStreamBeginCapture",
          "cudaGraphAddKernelNode"], "CUDA graphs are"),
@@ -419,6 +421,16 @@ def _launch_bounds(text: str, spans: list[tuple[int, int]]) -> dict[str, int]:
     return bounds
 
 
+def _bounds_registrations(bounds: dict[str, int]) -> str:
+    """Lines registering each kernel's ``__launch_bounds__`` with the runtime
+    (appended after the program, so no line of it moves)."""
+    return "".join(
+        f"\nstatic ::__sirius::LaunchBoundsRegistration __sirius_bounds_{k}"
+        f"({_c_string(name)}, {n});"
+        for k, (name, n) in enumerate(sorted(bounds.items()))
+    )
+
+
 def _base_name(callee: str) -> str:
     """``k`` of ``ns::k<float, 4>``."""
     head = callee.split("<", 1)[0]
@@ -625,7 +637,7 @@ def rewrite_preprocessed(text: str) -> RewriteResult:
 
     edits: list[_Edit] = []
     names: list[str] = []
-    bounds = _launch_bounds(text, spans) if launches else {}
+    bounds = _launch_bounds(text, spans)
     for p in launches:
         _rewrite_launch(text, p, lines, scopes[p], edits, names, bounds)
     done_until = -1
@@ -649,5 +661,5 @@ def rewrite_preprocessed(text: str) -> RewriteResult:
         out.append(_keep_newlines(text[e.start : e.end], e.text))
         pos = e.end
     out.append(text[pos:])
-    result = _KEYWORD.sub(_keyword, "".join(out))
+    result = _KEYWORD.sub(_keyword, "".join(out)) + _bounds_registrations(bounds)
     return RewriteResult(result, names, len(shared))

@@ -5,6 +5,10 @@ backend unless ``--backend gpu``), then each threshold asked for:
 
   --min-launch-reduction X   launches per run before / after must be at least X
                              (2: at least half the launches gone)
+  --min-speedup Y            the original's time / the optimized program's must be at least Y:
+                             measured on this machine's GPU (the timing harness, launches replayed
+                             one by one, medians), or with --predicted the cost model's estimate
+                             (sirius/tuning/cost_model.py); the check says which
 
 The optimized program is written to ``-o`` only when every check passes. Every
 check is reported on one line with its value, its threshold and by how much
@@ -12,8 +16,8 @@ it passed or failed; ``--json FILE`` writes the same as JSON (with the optimizer
 report) and ``--junit FILE`` as a JUnit XML test suite, one test case per check,
 for CI systems that display test results.
 
-Speed is not checked here yet: a speedup threshold needs measured times on a GPU
-(the benchmarking command) or a cost model, and this version has neither.
+A speedup threshold without a GPU and without --predicted is bad input (exit 2): nothing
+could measure it.
 
 Exit status: 0 when the program verifies and every threshold holds; 1 when
 verification finds a difference or a threshold fails (each failure is named);
@@ -38,6 +42,7 @@ from sirius.analysis.frontend import CompileJob
 from sirius.commands import verify
 from sirius.commands.common import compile_flags_from_args, input_file, output_file
 from sirius.commands.optimize import add_fusion_options, selected_passes
+from sirius.tuning.cost_model import predict_program
 from sirius.commands.run import PROGRAM_ARGS_NOTE
 from sirius.config import resolve_toolchain
 from sirius.errors import InputError
@@ -65,6 +70,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "that compiles it never compiles a program that failed)")
     parser.add_argument("--min-launch-reduction", type=float, metavar="X",
                         help="fail unless launches per run before / after is at least X")
+    parser.add_argument("--min-speedup", type=float, metavar="Y",
+                        help="fail unless the optimized program is at least Y times as fast (measured on the GPU, "
+                             "or predicted with --predicted)")
+    parser.add_argument("--predicted", action="store_true",
+                        help="take --min-speedup's times from the cost model instead of measuring them")
     parser.add_argument("--json", metavar="FILE", help="write the checks and the optimizer's report as JSON")
     parser.add_argument("--junit", metavar="FILE", help="write the checks as a JUnit XML test suite")
     add_fusion_options(parser)
@@ -81,6 +91,35 @@ def _launch_check(rep: dict, threshold: float) -> Check:
     verdict = f"{'above' if factor >= threshold else 'below'} the threshold by {abs(factor - threshold):.2f}"
     return Check("launch-reduction", factor >= threshold, round(factor, 4), threshold,
                  f"{before} -> {after} launches per run: {factor:.2f}x, {verdict}")
+
+
+def _speedup_check(state, program: Path, optimized: Path, args: argparse.Namespace) -> Check:
+    """Original time / optimized time of the launches of one run, against ``--min-speedup``."""
+    threshold = args.min_speedup
+    if args.predicted:
+        original, fused = predict_program(state)
+        factor, basis = original.direct_us / fused.direct_us, (
+            f"predicted by the cost model, not measured: {original.direct_us:.1f} -> {fused.direct_us:.1f} us")
+    else:
+        from sirius.tuning import gpu_bench
+
+        with tempfile.TemporaryDirectory(prefix="sirius-check-gpu-") as tmp:
+            flags = state.job.flags
+            row = gpu_bench.BenchProgram(program.stem, str(program), program.resolve(), optimized.resolve(),
+                                         defines=flags.defines,
+                                         include_dirs=tuple(Path(d).resolve() for d in flags.include_dirs))
+            gpu_bench.write_manifest(Path(tmp), [row], arch=flags.arch, std=flags.std, command="sirius check")
+            options = gpu_bench.BenchOptions(args.rtol, args.atol, torch=False, cuda_path=args.cuda_path,
+                                             command="sirius check")
+            [measured] = gpu_bench.run_bench(Path(tmp), options).rows
+        if measured.speedup_direct is None:
+            return Check("speedup", False, None, threshold,
+                         f"not measured: {measured.error or (measured.verdict and measured.verdict.detail) or 'no time'}")
+        factor = measured.speedup_direct
+        basis = (f"measured on the GPU: {measured.original.direct_us:.1f} -> {measured.optimized.direct_us:.1f} us "
+                 "(launches replayed one by one, medians)")
+    verdict = f"{'above' if factor >= threshold else 'below'} the threshold by {abs(factor - threshold):.2f}"
+    return Check("speedup", factor >= threshold, round(factor, 4), threshold, f"{factor:.2f}x, {basis}; {verdict}")
 
 
 def _verify_check(args: argparse.Namespace, original: Path, optimized: Path) -> Check:
@@ -115,6 +154,17 @@ def execute(args: argparse.Namespace) -> int:
     junit_file = output_file(args.junit, "--junit") if args.junit else None
     if args.min_launch_reduction is not None and args.min_launch_reduction <= 0:
         raise InputError("error: --min-launch-reduction must be positive")
+    if args.min_speedup is not None and args.min_speedup <= 0:
+        raise InputError("error: --min-speedup must be positive")
+    if args.predicted and args.min_speedup is None:
+        raise InputError("error: --predicted goes with --min-speedup")
+    if args.min_speedup is not None and not args.predicted:
+        from sirius.backend.gpu import gpu_unavailable_reason
+
+        reason = gpu_unavailable_reason()
+        if reason is not None:
+            raise InputError(f"error: --min-speedup needs a GPU to measure on ({reason}), or --predicted to use the "
+                             "cost model's estimate")
     if kept is not None and kept.resolve() == program.resolve():
         raise InputError("error: the output file must differ from the input program")
     passes = selected_passes(args.passes, args.disable_pass)
@@ -126,6 +176,8 @@ def execute(args: argparse.Namespace) -> int:
         optimized = Path(tmp) / program.name  # quoted includes re-pointed from where each copy lies
         optimized.write_text(relocate_includes(state.output, program, Path(tmp))[0])
         checks.insert(0, _verify_check(args, program, optimized))
+        if args.min_speedup is not None:
+            checks.append(_speedup_check(state, program, optimized, args))
     ok = all(c.passed for c in checks)
     if kept is not None and ok:
         kept.write_text(relocate_includes(state.output, program, kept.resolve().parent)[0])

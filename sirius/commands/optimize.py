@@ -33,6 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arrangement", choices=ARRANGEMENTS, default="auto",
                         help="vertical: same thread runs fragments in order; horizontal: fragments in "
                              "different blocks; auto: both where legal (default)")
+    parser.add_argument("--cooperative", action="store_true",
+                        help="also join the groups of a region, past global dependences, into one cooperative "
+                             "launch with grid barriers between them (falls back to the original launches where "
+                             "the device cannot launch it cooperatively)")
     parser.add_argument("--entry", default="main", help="host function whose launches are optimized (default main)")
     parser.add_argument("--emit-candidates", metavar="DIR",
                         help="also write every arrangement (auto, vertical, horizontal) as a complete program "
@@ -106,6 +110,10 @@ def _render(rep: dict) -> str:
                 lines.append(f"    {g['kernel']} runs when the host values match those optimized for "
                              f"({len(g['assumes'])} checks: launch shapes, integer arguments, pointer distances; "
                              "see the report's \"assumes\"), else the original launches run")
+    for c in rep.get("cooperative", ()):
+        phases = " | ".join(", ".join(f"{m['kernel']} (line {m['line']})" for m in phase) for phase in c["phases"])
+        lines.append(f"  {c['kernel']} (region {c['region']}): one cooperative launch, {len(c['phases'])} phases, "
+                     f"{c['grid_barriers']} grid barriers: {phases}")
     for r in rep["refused"]:
         who = ", ".join(f"{m['kernel']} (line {m['line']})" for m in r["launches"])
         lines.append(f"  not fused: {who}: {r['reason']}")
@@ -163,7 +171,8 @@ def execute(args: argparse.Namespace) -> int:
         raise InputError("error: the output file must differ from the input program")
     passes = selected_passes(args.passes, args.disable_pass)
     job = CompileJob(program, compile_flags_from_args(args), toolchain)
-    state = run_pipeline(OptimizeState(job, args.entry, args.arrangement, passes), args.print_after, _dump)
+    state = run_pipeline(OptimizeState(job, args.entry, args.arrangement, passes, args.cooperative),
+                         args.print_after, _dump)
     rep = report(state)
     if output is None:  # -o -: the program on standard output, the summary on standard error
         sys.stdout.write(state.output)

@@ -1,5 +1,6 @@
-"""The candidates a tuner chooses among: every arrangement the schedule can take, each
-with the kernel passes on and off, and the original program itself.
+"""The candidates a tuner chooses among: every arrangement the schedule can take (and auto
+with each region's groups as one cooperative launch, ``fusion.cooperative``), each with
+the kernel passes on and off, and the original program itself.
 
 Candidates are legal by construction (each is the optimizer's output for one setting,
 promise-checked); which is fastest is a question for the GPU, or, without one, for the
@@ -18,6 +19,8 @@ from sirius.tuning.cost_model import (GpuSpec, H100, Prediction, optimized_launc
 
 # kernel-pass settings tried with each arrangement: all passes, and fusion alone
 PASS_SETTINGS: tuple[tuple[str, tuple[str, ...] | None], ...] = (("all-passes", None), ("fusion-alone", ()))
+# (arrangement, cooperative launches): every arrangement, and auto with each region as one cooperative launch
+SCHEDULES: tuple[tuple[str, bool], ...] = tuple((a, False) for a in ARRANGEMENTS) + (("auto", True),)
 
 ORIGINAL = "original"
 
@@ -40,7 +43,7 @@ class Candidate:
 
 
 def generate_candidates(state: OptimizeState, gpu: GpuSpec = H100) -> list[Candidate]:
-    """The original and one candidate per distinct program over ``ARRANGEMENTS`` x
+    """The original and one candidate per distinct program over ``SCHEDULES`` x
     ``PASS_SETTINGS``, in that order, each with its predicted time. ``state`` has been
     through the whole pipeline (its own setting is among those generated again only if it
     differs)."""
@@ -51,12 +54,12 @@ def generate_candidates(state: OptimizeState, gpu: GpuSpec = H100) -> list[Candi
     original = predict(original_launches(state.model, costs), gpu, notes)
     out = [Candidate(ORIGINAL, None, (), state.source, original.launches, original)]
     by_text: dict[str, int] = {state.source: 0}  # an arrangement that fuses nothing is the original
-    for arrangement in ARRANGEMENTS:
+    for arrangement, cooperative in SCHEDULES:
         for label, passes in PASS_SETTINGS:
             chosen = tuple(pass_names()) if passes is None else passes
-            st = state if (arrangement, chosen) == (state.arrangement, state.passes) else \
-                rearrange(state, arrangement, chosen)
-            name = f"{arrangement}/{label}"
+            same = (arrangement, chosen, cooperative) == (state.arrangement, state.passes, state.cooperative)
+            st = state if same else rearrange(state, arrangement, chosen, cooperative)
+            name = f"{arrangement}{'+cooperative' if cooperative else ''}/{label}"
             if st.output in by_text:
                 k = by_text[st.output]
                 out[k] = Candidate(**{**out[k].__dict__, "same_as": out[k].same_as + (name,)})

@@ -91,6 +91,7 @@ class LaunchShape:
     work: ThreadWork
     grid_syncs: int = 0  # grid-wide barriers inside (cooperative launch)
     registers: int | None = None  # per thread, from ptxas when it could compile the program
+    phases: tuple["LaunchShape", ...] = ()  # a cooperative launch: what runs between its grid barriers
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,10 @@ def blocks_per_sm(shape: LaunchShape, gpu: GpuSpec) -> int:
 
 
 def execution_us(shape: LaunchShape, gpu: GpuSpec) -> float:
-    """Device time of one launch of ``shape``, without the cost of launching it."""
+    """Device time of one launch of ``shape``, without the cost of launching it: a
+    cooperative launch's phases one after another, with a grid barrier between each two."""
+    if shape.phases:
+        return sum(execution_us(p, gpu) for p in shape.phases) + shape.grid_syncs * gpu.grid_sync_us
     capacity = gpu.sm_count * blocks_per_sm(shape, gpu)
     # blocks do not run in lock-step waves: a partial wave costs its share (at least one whole)
     waves = max(1.0, shape.blocks / capacity) if shape.blocks else 0.0
@@ -346,23 +350,26 @@ def registers_of(state) -> dict[str, int]:
     (by name), from the figures the promise check got from ptxas; empty without nvcc."""
     figures = state.check.figures if state.check is not None else {}
     out = {mangled: f.registers for mangled, f in figures.items()}
-    for kernel in state.fused:  # fused kernels are C++ functions: _Z<length><name>...
-        key = next((m for m in figures if m.startswith(f"_Z{len(kernel.name)}{kernel.name}")), None)
+    names = {k.name for k in state.fused} | {plan.name for plan in state.schedule.cooperative.values()}
+    for name in names:  # generated kernels are C++ functions: _Z<length><name>...
+        key = next((m for m in figures if m.startswith(f"_Z{len(name)}{name}")), None)
         if key is not None:
-            out[kernel.name] = figures[key].registers
+            out[name] = figures[key].registers
     return out
 
 
 def optimized_launches(state, costs: StatementCosts | None = None) -> list[tuple[LaunchShape, int]]:
     """The launches of the optimized program, composed from the schedule of ``state``: each
     fusion group one launch per run of its first statement, a wavefront one launch per wave
-    (each running its share of the cells side by side), unfused statements as they were."""
+    (each running its share of the cells side by side), a cooperative region one launch of
+    its groups as phases, unfused statements as they were."""
     registers = registers_of(state)
     costs = costs or statement_costs(state.model, registers)
     sched = state.schedule
     grouped = {i for g in sched.groups for i in g.launches}
     fused = {fk.group.id: fk for fk in state.fused}
     out: list[tuple[LaunchShape, int]] = []
+    shapes: dict[int, tuple[LaunchShape, int]] = {}
     for g in sched.groups:
         lanes = [[costs.shapes[i] for i in lane.launches] for lane in g.lanes]
         kernel = fused.get(g.id)
@@ -371,12 +378,22 @@ def optimized_launches(state, costs: StatementCosts | None = None) -> list[tuple
                         registers.get(kernel.name))
         wave = sched.wavefronts.get(g.id)
         if wave is None:
-            out.append((cell, costs.runs[g.launches[0]]))
+            shapes[g.id] = (cell, costs.runs[g.launches[0]])
             continue
         cells = costs.runs[g.launches[0]]
         per_wave = cells / max(wave.waves, 1)
-        out.append((replace(cell, blocks=math.ceil(cell.blocks * per_wave),
-                            global_bytes=cell.global_bytes * per_wave), wave.waves))
+        shapes[g.id] = (replace(cell, blocks=math.ceil(cell.blocks * per_wave),
+                                global_bytes=cell.global_bytes * per_wave), wave.waves)
+    for g in sched.groups:
+        plan = sched.cooperative.get(g.region)
+        if plan is None:
+            out.append(shapes[g.id])
+        elif g.id == plan.phases[0]:  # the region's one cooperative launch, as often as its first phase ran
+            phases = tuple(shapes[p][0] for p in plan.phases)
+            out.append((LaunchShape(plan.name, max(p.blocks for p in phases), plan.threads,
+                                    max(p.shared_bytes for p in phases), sum(p.global_bytes for p in phases),
+                                    ThreadWork(), grid_syncs=len(phases) - 1, registers=registers.get(plan.name),
+                                    phases=phases), shapes[g.id][1]))
     for inst in state.model.launches:
         if inst.statement.index not in grouped:
             out.append((costs.shapes[inst.statement.index], costs.runs[inst.statement.index]))

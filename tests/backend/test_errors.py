@@ -19,23 +19,15 @@ UNSUPPORTED = {
         "int main() { return 0; }\n",
         ":2: error: texture objects and references are unsupported by the CPU backend",
     ),
-    "grid_sync": (
+    "multi_grid": (
         "#include <cooperative_groups.h>\n"
         "namespace cg = cooperative_groups;\n"
         "__global__ void k(float* o) {\n"
-        "  cg::this_grid().sync();\n"
+        "  cg::this_multi_grid().sync();\n"
         "}\n"
         "int main() { return 0; }\n",
-        ":4: error: cooperative grid synchronization",
-    ),
-    "cooperative_launch": (
-        "__global__ void k(float* o) {}\n"
-        "int main() {\n"
-        "  void* args[] = {nullptr};\n"
-        "  cudaLaunchCooperativeKernel((void*)k, 1, 1, args);\n"
-        "  return 0;\n"
-        "}\n",
-        ":4: error: cooperative grid synchronization",
+        ":4: error: multi-device cooperative launches (multi-grid groups) are unsupported by the "
+        "CPU backend",
     ),
     "dynamic_parallelism": (
         "__global__ void child(int* o) { o[threadIdx.x] = 1; }\n"

@@ -88,7 +88,7 @@ def test_cuda_keywords_become_plain_cpp_keeping_columns():
     [
         ("float f(cudaTextureObject_t t) { return tex1Dfetch<float>(t, 0); }",
          "texture objects"),
-        ("void f() { auto g = cooperative_groups::this_grid(); }", "cooperative grid"),
+        ("void f() { auto g = cooperative_groups::this_multi_grid(); }", "multi-grid groups"),
         ('void f() { asm("trap;"); }', "inline assembly"),
         ("__device__ void f() { k<<<1, 1>>>(); }", "dynamic parallelism"),
         ("__global__ void f() { if (1) { k<<<1, 1>>>(); } }", "dynamic parallelism"),

@@ -1,6 +1,7 @@
-// Sirius CPU backend: the block- and warp-level part of cooperative groups
-// (thread_block, tiled_partition<N>, coalesced_threads). Grid groups are
-// refused before compilation (cooperative grid sync is unsupported).
+// Sirius CPU backend: cooperative groups of a grid, a block and a warp
+// (this_grid, thread_block, tiled_partition<N>, coalesced_threads).
+// this_grid().sync() needs a launch by cudaLaunchCooperativeKernel (see
+// runtime.cpp); multi-grid groups are refused before compilation.
 #pragma once
 #pragma GCC system_header
 
@@ -27,6 +28,39 @@ class thread_block {
 };
 
 inline thread_block this_thread_block() { return thread_block(); }
+
+class grid_group {
+  static unsigned long long block_size() {
+    return (unsigned long long)blockDim.x * blockDim.y * blockDim.z;
+  }
+
+ public:
+  // Valid (able to synchronize) in a kernel launched cooperatively.
+  bool is_valid() const { return ::__sirius::cooperative_launch(); }
+  void sync(const char* file = __builtin_FILE(), int line = __builtin_LINE()) const {
+    ::__sirius::grid_sync(file, line);
+  }
+  static unsigned long long num_blocks() {
+    return (unsigned long long)gridDim.x * gridDim.y * gridDim.z;
+  }
+  static unsigned long long block_rank() {
+    unsigned long long plane = (unsigned long long)gridDim.y * blockIdx.z + blockIdx.y;
+    return plane * gridDim.x + blockIdx.x;
+  }
+  static unsigned long long num_threads() { return num_blocks() * block_size(); }
+  static unsigned long long size() { return num_threads(); }
+  static unsigned long long thread_rank() {
+    return block_rank() * block_size() + __sirius_linear_tid();
+  }
+  static dim3 block_index() { return dim3(blockIdx); }
+  static dim3 dim_blocks() { return gridDim; }
+  static dim3 group_dim() { return gridDim; }  // in blocks, as CUDA's (legacy) grid_group
+  static dim3 dim_threads() {
+    return dim3(gridDim.x * blockDim.x, gridDim.y * blockDim.y, gridDim.z * blockDim.z);
+  }
+};
+
+inline grid_group this_grid() { return grid_group(); }
 
 template <unsigned N> class thread_block_tile {
   static_assert(N >= 1 && N <= 32 && (N & (N - 1)) == 0,

@@ -15,6 +15,17 @@
 #define __CUDACC_VER_BUILD__ 0
 #define __SIRIUS_CPU__ 1
 
+// The most blocks of a cooperative grid the CPU backend runs by default (each
+// is an OS thread; SIRIUS_CPU_COOP_BLOCKS sets the limit a run enforces): host
+// code that sizes a cooperative grid can stay within it.
+#ifndef SIRIUS_COOPERATIVE_MAX_BLOCKS
+#define SIRIUS_COOPERATIVE_MAX_BLOCKS 64
+#endif
+// ... and the most CUDA threads in all (each a fiber with a stack of its own)
+#ifndef SIRIUS_COOPERATIVE_MAX_THREADS
+#define SIRIUS_COOPERATIVE_MAX_THREADS 16384
+#endif
+
 #include <cfloat>
 #include <climits>
 #include <cmath>

@@ -12,14 +12,25 @@
 //   operation; then the scheduler runs the next ready fiber. So `__shared__`
 //   variables are `static thread_local` storage: one instance per OS thread,
 //   used by one block at a time.
-// * __syncthreads() releases when every live (not finished) thread of the
-//   block waits at a barrier. If they wait at different barrier sites the
-//   block is divergent: reported with the kernel and the sites, exit 2. If no
-//   thread can run and not all wait at barriers (e.g. some at a barrier, some
-//   at a warp operation), that is a deadlock: reported the same way.
+// * A block has 16 named barriers (PTX bar.sync id[, count]); barrier 0 is
+//   __syncthreads()'s. __syncthreads() and __barrier_sync(id) release when
+//   every live (not finished) thread of the block waits at that barrier;
+//   __barrier_sync_count(id, n) when n threads wait at it (threads that
+//   finished do not count). Threads at different barriers wait independently.
+//   Threads waiting at different call sites of one barrier make it
+//   divergent: reported with the kernel and the sites, exit 2. If no thread
+//   can run (barriers that cannot complete, warp operations missing lanes),
+//   that is a deadlock: reported the same way, with where each thread waits.
 // * A warp operation (__shfl*_sync, __ballot_sync, __any/__all_sync,
 //   __syncwarp, __match*, __reduce*) completes when every live lane of its
 //   mask has arrived at one; the results of all lanes are computed at once.
+// * A cooperative launch (cudaLaunchCooperativeKernel) runs every block at
+//   once, each on an OS thread of its own from a pool kept across launches.
+//   this_grid().sync() is a block barrier at its call site (every thread of
+//   the block must reach it); then the block's OS thread waits until every
+//   block of the grid has arrived. A block that finishes while others wait
+//   at a grid barrier is reported (the barrier would never release), as is
+//   this_grid().sync() in a kernel not launched cooperatively.
 //
 // Making missing barriers show
 // ----------------------------
@@ -36,7 +47,8 @@
 // (float NaN).
 //
 // Environment: SIRIUS_CPU_THREADS (worker threads), SIRIUS_CPU_STACK_KB (stack
-// of each CUDA thread, default 512), SIRIUS_LAUNCH_LOG (file receiving the name of every
+// of each CUDA thread, default 512), SIRIUS_CPU_COOP_BLOCKS (most blocks of a
+// cooperative grid, default 64), SIRIUS_LAUNCH_LOG (file receiving the name of every
 // kernel launched), SIRIUS_DUMP (file receiving every
 // device-to-host copy, read by `sirius verify`), SIRIUS_ERROR_FILE (file
 // receiving the message of a fatal error).
@@ -51,6 +63,7 @@
 #include <csignal>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -125,6 +138,16 @@ static size_t stack_size() {
   static size_t size = (size_t)setting("SIRIUS_CPU_STACK_KB", 512, 16, 1 << 20) * 1024;
   return size;
 }
+
+// Every block of a cooperative grid is an OS thread, and every CUDA thread of
+// it a fiber with a stack of its own (two memory mappings with its guard
+// page): the grid is capped both in blocks and in threads, so that its stacks
+// stay well inside the kernel's limit of 65530 mappings per process.
+static int cooperative_block_limit() {
+  static int n = setting("SIRIUS_CPU_COOP_BLOCKS", 64, 1, 1024);
+  return n;
+}
+static const unsigned long long kCooperativeThreadLimit = 16384;
 
 static int worker_count() {
   static int n = [] {
@@ -208,12 +231,24 @@ struct Fiber {
   const char* file;
   int line;
   int op, arg, width, size, pred;
+  int barrier, expected;  // at a barrier: its id and the threads it needs (0: all live)
   unsigned mask;
   alignas(16) unsigned char val[16];
 };
 
 struct Warp {
   unsigned live, arrived;
+};
+
+// One named barrier of a block, gathering the arrivals of its current
+// instance: how many wait, the sum of their predicates, the threads it needs
+// (0: every live thread) and the site of its first arrival.
+static const int kNamedBarriers = 16;
+struct Barrier {
+  int waiting = 0, pred_sum = 0, expected = 0, line = 0;
+  const char* file = nullptr;
+  bool divergent = false;  // arrivals at another site (or with another count) than the first
+  bool grid = false;       // this instance is this_grid().sync()'s block barrier
 };
 
 struct Worker {
@@ -225,10 +260,9 @@ struct Worker {
   std::vector<int> queue;
   size_t qhead = 0, qtail = 0;
   int nthreads = 0, live = 0;
-  // the barrier being gathered: arrivals, sum of predicates, first site
-  int bar_waiting = 0, bar_count = 0, bar_line = 0;
-  const char* bar_file = nullptr;
-  bool bar_divergent = false;
+  Barrier bars[kNamedBarriers];
+  unsigned waiting_for_all = 0;     // bit per barrier gathering every live thread
+  bool grid_wait_pending = false;   // released from a grid barrier: now wait for the grid
   std::vector<int> order;  // live threads in the order the block runs them
   bool order_dirty = false;
   bool descending = false;
@@ -408,12 +442,15 @@ static std::string block_text(const Worker& w) {
 }
 
 // Threads per waiting site, in first-seen order: "64 threads at a.cu:12, ...".
-static std::string waiting_summary(Worker& w, int state) {
+// With `barrier` >= 0, only the threads waiting at that barrier; with
+// `counts`, each site also names the thread count its threads asked for.
+static std::string waiting_summary(Worker& w, int state, int barrier = -1, bool counts = false) {
   std::vector<std::pair<std::string, int>> sites;
   for (int i = 0; i < w.nthreads; ++i) {
     const Fiber& f = w.fibers[i];
-    if (f.state != state) continue;
+    if (f.state != state || (barrier >= 0 && f.barrier != barrier)) continue;
     std::string s = site(f.file, f.line);
+    if (counts) s += f.expected ? " (count " + std::to_string(f.expected) + ")" : " (all threads)";
     auto it = std::find_if(sites.begin(), sites.end(), [&](auto& p) { return p.first == s; });
     if (it == sites.end())
       sites.push_back({s, 1});
@@ -428,14 +465,39 @@ static std::string waiting_summary(Worker& w, int state) {
   return r;
 }
 
-// All live threads wait at a barrier: check they wait at the same one and
-// let them go, in the block's order.
-static void release_barrier(Worker& w) {
-  if (w.bar_divergent) {
-    fatal("divergent __syncthreads() in kernel '%s' (%s): the threads of the block wait at "
-          "different barriers: %s",
-          w.launch->name, block_text(w).c_str(), waiting_summary(w, kWaitBarrier).c_str());
+// A barrier as the program spells it.
+static std::string barrier_name(int id, int expected) {
+  if (expected)
+    return "__barrier_sync_count(" + std::to_string(id) + ", " + std::to_string(expected) + ")";
+  return id == 0 ? "__syncthreads()" : "__barrier_sync(" + std::to_string(id) + ")";
+}
+
+// Whether the threads waiting at barrier `id` asked for different counts.
+static bool mixed_counts(const Worker& w, int id) {
+  for (int i = 0; i < w.nthreads; ++i) {
+    const Fiber& f = w.fibers[i];
+    if (f.state == kWaitBarrier && f.barrier == id && f.expected != w.bars[id].expected)
+      return true;
   }
+  return false;
+}
+
+static void grid_barrier_reached(Worker& w, const Barrier& b);
+
+// Barrier `id` has all the threads it waits for: check they wait at the same
+// site and let them go, in the block's order.
+static void release_barrier(Worker& w, int id) {
+  Barrier& b = w.bars[id];
+  if (b.divergent) {
+    bool mixed = mixed_counts(w, id);
+    const char* how = mixed              ? "wait at it with different thread counts"
+                      : id || b.expected ? "wait at different call sites of it"
+                                         : "wait at different barriers";
+    fatal("divergent %s in kernel '%s' (%s): the threads of the block %s: %s",
+          barrier_name(id, b.expected).c_str(), w.launch->name, block_text(w).c_str(), how,
+          waiting_summary(w, kWaitBarrier, id, mixed).c_str());
+  }
+  if (b.grid) grid_barrier_reached(w, b);
   if (w.order_dirty) {
     // drop finished threads from the block's order
     size_t k = 0;
@@ -444,9 +506,10 @@ static void release_barrier(Worker& w) {
     w.order.resize(k);
     w.order_dirty = false;
   }
-  int count = w.bar_count, waiting = w.bar_waiting;
+  int count = b.pred_sum, waiting = b.waiting;
   for (int i : w.order) {
     Fiber& f = w.fibers[i];
+    if (f.state != kWaitBarrier || f.barrier != id) continue;  // at another barrier, or running
     switch (f.op) {
       case kBarrierCount: f.pred = count; break;
       case kBarrierAnd: f.pred = count == waiting; break;
@@ -456,9 +519,8 @@ static void release_barrier(Worker& w) {
     f.state = kReady;
     push(w, i);
   }
-  w.bar_waiting = 0;
-  w.bar_count = 0;
-  w.bar_divergent = false;
+  b = Barrier();
+  w.waiting_for_all &= ~(1u << id);
 }
 
 static void start_fiber(Worker& w, Fiber& f) {
@@ -486,26 +548,66 @@ static void suspend(Worker& w, Fiber* f) {
   }
 }
 
-int block_sync(int op, int pred, const char* file, int line) {
-  Worker* w = tw;
-  if (!w || !w->cur) return pred;  // outside a kernel: nothing to wait for
-  Fiber* f = w->cur;
+// The running thread arrives at barrier `id`, which completes once
+// `expected` threads wait at it (0: every live thread of the block); returns
+// its predicate result.
+static int arrive(Worker& w, int id, int expected, int op, int pred, const char* file, int line) {
+  Fiber* f = w.cur;
   f->state = kWaitBarrier;
   f->op = op;
   f->pred = pred;
   f->file = file;
   f->line = line;
-  if (w->bar_waiting == 0) {
-    w->bar_file = file;
-    w->bar_line = line;
-  } else if (line != w->bar_line ||
-             (file != w->bar_file && strcmp(file, w->bar_file) != 0)) {
-    w->bar_divergent = true;
+  f->barrier = id;
+  f->expected = expected;
+  Barrier& b = w.bars[id];
+  bool grid = op == kGridBarrier;
+  if (b.waiting == 0) {
+    b.file = file;
+    b.line = line;
+    b.grid = grid;
+    b.expected = expected;
+    if (!expected) w.waiting_for_all |= 1u << id;
+  } else if (line != b.line || grid != b.grid || expected != b.expected ||
+             (file != b.file && strcmp(file, b.file) != 0)) {
+    b.divergent = true;
   }
-  w->bar_count += pred;
-  if (++w->bar_waiting == w->live) release_barrier(*w);
-  suspend(*w, f);
+  b.pred_sum += pred;
+  if (++b.waiting == (b.expected ? b.expected : w.live)) release_barrier(w, id);
+  suspend(w, f);
   return f->pred;
+}
+
+int block_sync(int op, int pred, const char* file, int line) {
+  Worker* w = tw;
+  if (!w || !w->cur) return pred;  // outside a kernel: nothing to wait for
+  return arrive(*w, 0, 0, op, pred, file, line);
+}
+
+void named_barrier_sync(unsigned id, unsigned count, bool counted, const char* file, int line) {
+  Worker* w = tw;
+  if (!w || !w->cur) return;
+  const char* why = nullptr;
+  char buf[128];
+  if (id >= (unsigned)kNamedBarriers) {
+    why = "a block has barriers 0 to 15";
+  } else if (counted && count == 0) {
+    why = "the thread count is 0";
+  } else if (counted && count % 32) {
+    why = "the thread count must be a multiple of the warp size (32)";
+  } else if (counted && count > (unsigned)w->nthreads) {
+    snprintf(buf, sizeof buf, "the block has only %d threads", w->nthreads);
+    why = buf;
+  }
+  if (why) {
+    std::string call = counted ? "__barrier_sync_count(" + std::to_string(id) + ", " +
+                                     std::to_string(count) + ")"
+                               : "__barrier_sync(" + std::to_string(id) + ")";
+    fatal("%s at %s in kernel '%s' (%s, thread (%u,%u,%u)): %s", call.c_str(),
+          site(file, line).c_str(), w->launch->name, block_text(*w).c_str(), threadIdx.x,
+          threadIdx.y, threadIdx.z, why);
+  }
+  arrive(*w, (int)id, counted ? (int)count : 0, kBarrier, 1, file, line);
 }
 
 static int shfl_source(const Fiber& f, unsigned lane) {
@@ -676,7 +778,11 @@ static void thread_finished(Worker& w, Fiber& f) {
   w.order_dirty = true;
   Warp& wp = w.warps[f.warp];
   wp.live &= ~(1u << f.lane);
-  if (w.bar_waiting && w.bar_waiting == w.live) release_barrier(w);
+  // Barriers waiting for every live thread may now have them all.
+  for (unsigned m = w.waiting_for_all; m; m &= m - 1) {
+    int id = __builtin_ctz(m);
+    if (w.bars[id].waiting == w.live) release_barrier(w, id);
+  }
   // Lanes waiting for this one in a warp operation may now be complete.
   bool progress = true;
   while (progress && wp.arrived) {
@@ -722,6 +828,30 @@ static void fiber_main() {
   }
 }
 
+// No thread of the block can run and some have not finished: where each
+// waits, barrier by barrier, and what it waits for.
+static std::string deadlock_text(Worker& w) {
+  std::string parts;
+  auto add = [&](const std::string& part) { parts += (parts.empty() ? "" : "; ") + part; };
+  for (int id = 0; id < kNamedBarriers; ++id) {
+    const Barrier& b = w.bars[id];
+    if (!b.waiting) continue;
+    std::string needs = b.expected ? std::to_string(b.expected) + " threads"
+                                   : "all " + std::to_string(w.live) + " live threads";
+    add(barrier_name(id, b.expected) + " waits for " + needs + ", " + std::to_string(b.waiting) +
+        (b.waiting == 1 ? " is" : " are") + " there (" +
+        waiting_summary(w, kWaitBarrier, id, mixed_counts(w, id)) + ")");
+  }
+  std::string warp = waiting_summary(w, kWaitWarp);
+  if (!warp.empty())
+    add("lanes wait at a warp operation (" + warp + ") for lanes of its mask that never reach one");
+  int finished = w.nthreads - w.live;
+  if (finished)
+    add(std::to_string(finished) + (finished == 1 ? " thread has" : " threads have") + " finished");
+  return "deadlock in kernel '" + std::string(w.launch->name) + "' (" + block_text(w) +
+         "): no thread can continue: " + parts;
+}
+
 static void run_block(Worker& w, LaunchBase& L, unsigned long long b) {
   unsigned long long gx = L.grid.x, gy = L.grid.y;
   blockIdx.x = (unsigned)(b % gx);
@@ -755,6 +885,8 @@ static void run_block(Worker& w, LaunchBase& L, unsigned long long b) {
     f.warp = (unsigned)i >> 5;
     f.file = nullptr;
     f.line = 0;
+    f.barrier = 0;
+    f.expected = 0;
     if (++tid.x == L.block.x) {
       tid.x = 0;
       if (++tid.y == L.block.y) tid.y = 0, ++tid.z;
@@ -772,9 +904,9 @@ static void run_block(Worker& w, LaunchBase& L, unsigned long long b) {
   }
   w.order_dirty = false;
   w.live = n;
-  w.bar_waiting = 0;
-  w.bar_count = 0;
-  w.bar_divergent = false;
+  for (Barrier& b : w.bars) b = Barrier();
+  w.waiting_for_all = 0;
+  w.grid_wait_pending = false;
 
   // Fibers hand over to each other directly; control comes back here only
   // when none is ready (all finished, or a deadlock).
@@ -788,15 +920,7 @@ static void run_block(Worker& w, LaunchBase& L, unsigned long long b) {
     ctx_switch(&w.sched, &f.ctx);
     w.cur = nullptr;
   }
-  if (w.live > 0) {
-    std::string where = waiting_summary(w, kWaitWarp);
-    std::string bar = waiting_summary(w, kWaitBarrier);
-    std::string msg = "deadlock in kernel '" + std::string(L.name) + "' (" + block_text(w) + "): ";
-    if (!bar.empty()) msg += "threads wait at __syncthreads() (" + bar + ") while ";
-    msg += "lanes wait at a warp operation (" + where +
-           ") for lanes of its mask that never reach one";
-    die(msg.c_str());
-  }
+  if (w.live > 0) die(deadlock_text(w).c_str());
 }
 
 // ------------------------------------------------------------------ grids
@@ -814,16 +938,28 @@ struct Pool {
 };
 static Pool& g_pool = *new Pool();  // never destroyed: pool threads outlive main()
 
+// printf output of block b, written in block order when the launch ends.
+static void keep_output(Worker& w, unsigned long long b) {
+  if (w.out.empty()) return;
+  std::lock_guard<std::mutex> lock(g_pool.out_mutex);
+  g_pool.outputs.push_back({b, std::move(w.out)});
+  w.out.clear();
+}
+
+static void write_outputs() {
+  if (g_pool.outputs.empty()) return;
+  std::sort(g_pool.outputs.begin(), g_pool.outputs.end(),
+            [](auto& a, auto& b) { return a.first < b.first; });
+  for (auto& o : g_pool.outputs) fwrite(o.second.data(), 1, o.second.size(), stdout);
+  g_pool.outputs.clear();
+}
+
 static void run_blocks(LaunchBase* L) {
   Worker* w = worker();
   unsigned long long b;
   while ((b = g_pool.next.fetch_add(1)) < g_pool.nblocks) {
     run_block(*w, *L, b);
-    if (!w->out.empty()) {
-      std::lock_guard<std::mutex> lock(g_pool.out_mutex);
-      g_pool.outputs.push_back({b, std::move(w->out)});
-      w->out.clear();
-    }
+    keep_output(*w, b);
   }
 }
 
@@ -842,9 +978,10 @@ static void pool_thread() {
   }
 }
 
-static void launch_failed(LaunchBase* L, cudaError_t e, const char* why) {
+static cudaError_t launch_failed(LaunchBase* L, cudaError_t e, const char* why) {
   set_error(e);
   fprintf(stderr, "warning: launch of kernel '%s' failed: %s\n", L->name, why);
+  return e;
 }
 
 void launched_from_device(const char* kernel) {
@@ -870,8 +1007,8 @@ static void log_launch(const char* name) {
   }
 }
 
-void run_launch(LaunchBase* L) {
-  log_launch(L->name);
+// A GPU rejects these launches before running any block.
+static cudaError_t check_launch(LaunchBase* L) {
   dim3 g = L->grid, b = L->block;
   unsigned long long threads = (unsigned long long)b.x * b.y * b.z;
   if (b.x == 0 || b.y == 0 || b.z == 0 || b.x > 1024 || b.y > 1024 || b.z > 64 || threads > 1024)
@@ -890,6 +1027,16 @@ void run_launch(LaunchBase* L) {
   if (L->shmem > kMaxDynamicShared)
     return launch_failed(L, cudaErrorInvalidValue,
                          "more dynamic shared memory than a block can have (232448 bytes)");
+  return cudaSuccess;
+}
+
+static cudaError_t run_cooperative(LaunchBase* L);
+
+cudaError_t run_launch(LaunchBase* L) {
+  if (!L->cooperative) log_launch(L->name);  // a cooperative one once it is sure to run
+  if (cudaError_t e = check_launch(L)) return e;
+  if (L->cooperative) return run_cooperative(L);
+  dim3 g = L->grid;
   unsigned long long nblocks = (unsigned long long)g.x * g.y * g.z;
   g_pool.job = L;
   g_pool.nblocks = nblocks;
@@ -910,12 +1057,244 @@ void run_launch(LaunchBase* L) {
     std::unique_lock<std::mutex> lock(g_pool.m);
     g_pool.done.wait(lock, [] { return g_pool.active == 0; });
   }
-  if (!g_pool.outputs.empty()) {
-    std::sort(g_pool.outputs.begin(), g_pool.outputs.end(),
-              [](auto& a, auto& b) { return a.first < b.first; });
-    for (auto& o : g_pool.outputs) fwrite(o.second.data(), 1, o.second.size(), stdout);
-    g_pool.outputs.clear();
+  write_outputs();
+  return cudaSuccess;
+}
+
+// ------------------------------------------------------------------ occupancy
+
+static const int kMultiprocessors = 132;
+
+// Blocks one SM of an sm_90 GPU holds at once: 64 warps and 32 blocks, 228 KB
+// of shared memory with 1 KB reserved per block; none when the block breaks
+// the kernel's __launch_bounds__. Static shared memory is not known before a
+// block runs and is not counted.
+static int blocks_per_sm(unsigned long long threads, unsigned bound, size_t shmem) {
+  if (threads == 0 || threads > 1024 || (bound && threads > bound) || shmem > kMaxDynamicShared)
+    return 0;
+  unsigned long long warps = (threads + 31) / 32;
+  unsigned long long blocks = std::min<unsigned long long>(32, 64 / warps);
+  return (int)std::min<unsigned long long>(blocks, 233472 / (shmem + 1024));
+}
+
+// Argument `index` of a call's arguments as written, without blanks and '&'.
+static std::string spelled_argument(const char* args_text, int index) {
+  std::string part;
+  int depth = 0, k = 0;
+  for (const char* c = args_text; *c; ++c) {
+    if (*c == '<' || *c == '(' || *c == '[' || *c == '{') depth++;
+    if (*c == '>' || *c == ')' || *c == ']' || *c == '}') depth--;
+    if (*c == ',' && depth == 0) {
+      if (k++ == index) break;
+      part.clear();
+      continue;
+    }
+    part += *c;
   }
+  return k >= index ? kernel_spelling(part) : std::string();
+}
+
+// "ns::k<float, 4>" -> "k"; empty when the spelling is not a name (a cast, a
+// pointer expression).
+static std::string kernel_base_name(const std::string& spelled) {
+  std::string head = spelled.substr(0, spelled.find('<'));
+  if (head.empty() || head.find_first_of("()*") != std::string::npos) return "";
+  size_t colon = head.rfind("::");
+  return colon == std::string::npos ? head : head.substr(colon + 2);
+}
+
+static std::mutex g_bounds_lock;
+static std::map<std::string, unsigned>& registered_bounds() {
+  static std::map<std::string, unsigned>& bounds = *new std::map<std::string, unsigned>();
+  return bounds;
+}
+
+LaunchBoundsRegistration::LaunchBoundsRegistration(const char* kernel, unsigned max_threads) {
+  std::lock_guard<std::mutex> lock(g_bounds_lock);
+  registered_bounds()[kernel] = max_threads;
+}
+
+unsigned launch_bounds_of(const char* kernel) {
+  std::string name = kernel_base_name(kernel_spelling(kernel));
+  std::lock_guard<std::mutex> lock(g_bounds_lock);
+  auto it = registered_bounds().find(name);
+  return it == registered_bounds().end() ? 0 : it->second;
+}
+
+const char* spelled_kernel(const char* args_text, int index, const char* fallback) {
+  static std::mutex m;
+  static std::set<std::string>& names = *new std::set<std::string>();  // outlives every launch
+  std::string name = spelled_argument(args_text, index);
+  if (name.empty()) return fallback;
+  std::lock_guard<std::mutex> lock(m);
+  return names.insert(name).first->c_str();
+}
+
+int max_active_blocks(const char* args_text, int kernel_arg, int block_size, size_t shmem) {
+  std::string kernel = spelled_argument(args_text, kernel_arg);
+  return blocks_per_sm((unsigned long long)block_size, launch_bounds_of(kernel.c_str()), shmem);
+}
+
+// ------------------------------------------------------------------ cooperative grids
+
+// The cooperative launch in progress: its pool of block threads (kept across
+// launches, each with its own Worker) and its grid barrier.
+struct CooperativeGrid {
+  std::mutex m;
+  std::condition_variable start, done, barrier;
+  unsigned long long threads = 0;  // pool threads started; thread i runs block i
+  LaunchBase* job = nullptr;
+  unsigned long long nblocks = 0, serial = 0, running = 0;
+  // The grid barrier: blocks waiting at it, blocks finished, the lowest of
+  // each (for deterministic messages) and the site the lowest waits at.
+  unsigned long long arrived = 0, finished = 0, generation = 0;
+  unsigned long long lowest_finished = 0, lowest_waiting = 0;
+  const char* site_file = nullptr;
+  int site_line = 0;
+  // Fiber stacks of the pool's workers, shared: however the blocks of
+  // successive launches fall on threads, the stacks never outnumber the
+  // threads of the largest grid.
+  std::vector<char*> idle_stacks;
+};
+static CooperativeGrid& g_coop = *new CooperativeGrid();  // pool threads outlive main()
+
+static std::string block_at(const LaunchBase& L, unsigned long long b) {
+  char buf[96];
+  unsigned long long gx = L.grid.x, gy = L.grid.y;
+  snprintf(buf, sizeof buf, "block (%llu,%llu,%llu)", b % gx, (b / gx) % gy, b / (gx * gy));
+  return buf;
+}
+
+// A block barrier at a this_grid().sync() has released: every thread of the
+// block must be there (CUDA's contract; the GPU's implementation has thread 0
+// of each block arrive for it), then the block waits for the grid.
+static void grid_barrier_reached(Worker& w, const Barrier& b) {
+  if (w.live < w.nthreads) {
+    int exited = 0;
+    while (w.fibers[exited].state != kDone) ++exited;
+    const Fiber& f = w.fibers[exited];
+    fatal("not all threads of %s reach the grid barrier at %s in kernel '%s': thread "
+          "(%u,%u,%u) finished; every thread of a cooperative grid must reach each "
+          "this_grid().sync()",
+          block_text(w).c_str(), site(b.file, b.line).c_str(), w.launch->name, f.tid.x,
+          f.tid.y, f.tid.z);
+  }
+  w.grid_wait_pending = true;
+}
+
+// With g_coop.m held: once every block has either arrived at the grid
+// barrier or finished, and some finished, the barrier can never release.
+static void check_grid_barrier(const LaunchBase& L) {
+  CooperativeGrid& g = g_coop;
+  if (g.arrived == 0 || g.finished == 0 || g.arrived + g.finished < g.nblocks) return;
+  std::string more = g.finished == 1 ? "" : " (and " + std::to_string(g.finished - 1) + " more)";
+  fatal("not all blocks reach the grid barrier at %s in kernel '%s': %s finished%s while %llu "
+        "%s there; every block of a cooperative grid must reach each this_grid().sync()",
+        site(g.site_file, g.site_line).c_str(), L.name, block_at(L, g.lowest_finished).c_str(),
+        more.c_str(), g.arrived, g.arrived == 1 ? "block waits" : "blocks wait");
+}
+
+static void wait_for_grid(Worker& w, const char* file, int line) {
+  CooperativeGrid& g = g_coop;
+  std::unique_lock<std::mutex> lock(g.m);
+  if (g.arrived == 0 || w.block < g.lowest_waiting) {
+    g.lowest_waiting = w.block;
+    g.site_file = file;
+    g.site_line = line;
+  }
+  if (++g.arrived == g.nblocks) {
+    g.arrived = 0;
+    g.generation++;
+    g.barrier.notify_all();
+    return;
+  }
+  check_grid_barrier(*w.launch);
+  unsigned long long generation = g.generation;
+  g.barrier.wait(lock, [&] { return g.generation != generation; });
+}
+
+void grid_sync(const char* file, int line) {
+  Worker* w = tw;
+  if (!w || !w->cur) return;  // outside a kernel: nothing to wait for
+  if (!w->launch->cooperative)
+    fatal("this_grid().sync() at %s in kernel '%s', which was not launched with "
+          "cudaLaunchCooperativeKernel: a grid barrier needs a cooperative launch (on a GPU "
+          "the grid group is invalid)",
+          site(file, line).c_str(), w->launch->name);
+  block_sync(kGridBarrier, 1, file, line);
+  // The first thread of the block to leave the block barrier waits for the
+  // grid; the others cannot run meanwhile (they share its OS thread).
+  if (w->grid_wait_pending) {
+    w->grid_wait_pending = false;
+    wait_for_grid(*w, file, line);
+  }
+}
+
+bool cooperative_launch() {
+  Worker* w = tw;
+  return w && w->cur && w->launch->cooperative;
+}
+
+static void cooperative_thread(unsigned long long index) {
+  Worker* w = worker();
+  CooperativeGrid& g = g_coop;
+  std::unique_lock<std::mutex> lock(g.m);
+  unsigned long long seen = 0;
+  for (;;) {
+    g.start.wait(lock, [&] { return g.serial != seen && index < g.nblocks; });
+    seen = g.serial;
+    LaunchBase* L = g.job;
+    size_t take = std::min<size_t>(g.idle_stacks.size(), L->block.x * L->block.y * L->block.z);
+    w->free_stacks.assign(g.idle_stacks.end() - (std::ptrdiff_t)take, g.idle_stacks.end());
+    g.idle_stacks.resize(g.idle_stacks.size() - take);
+    lock.unlock();
+    run_block(*w, *L, index);
+    keep_output(*w, index);
+    lock.lock();
+    g.idle_stacks.insert(g.idle_stacks.end(), w->free_stacks.begin(), w->free_stacks.end());
+    w->free_stacks.clear();
+    if (g.finished++ == 0 || index < g.lowest_finished) g.lowest_finished = index;
+    check_grid_barrier(*L);
+    if (--g.running == 0) g.done.notify_one();
+  }
+}
+
+static cudaError_t run_cooperative(LaunchBase* L) {
+  dim3 gd = L->grid, bd = L->block;
+  unsigned long long nblocks = (unsigned long long)gd.x * gd.y * gd.z;
+  unsigned long long threads = (unsigned long long)bd.x * bd.y * bd.z;
+  unsigned long long per_sm = (unsigned long long)blocks_per_sm(threads, L->bound, L->shmem);
+  unsigned long long limit = std::min({per_sm * kMultiprocessors,
+                                       (unsigned long long)cooperative_block_limit(),
+                                       kCooperativeThreadLimit / threads});
+  if (nblocks > limit) {
+    char why[512];
+    snprintf(why, sizeof why,
+             "too many blocks in cooperative launch: %llu blocks of %llu threads, at most %llu "
+             "can be resident at once (%llu per SM x %d SMs; the CPU backend runs at most %d "
+             "blocks (SIRIUS_CPU_COOP_BLOCKS) and %llu threads of a cooperative grid)",
+             nblocks, threads, limit, per_sm, kMultiprocessors, cooperative_block_limit(),
+             kCooperativeThreadLimit);
+    return launch_failed(L, cudaErrorCooperativeLaunchTooLarge, why);
+  }
+  log_launch(L->name);
+  CooperativeGrid& g = g_coop;
+  {
+    std::lock_guard<std::mutex> lock(g.m);
+    while (g.threads < nblocks) std::thread(cooperative_thread, g.threads++).detach();
+    g.job = L;
+    g.nblocks = nblocks;
+    g.running = nblocks;
+    g.arrived = g.finished = 0;
+    g.serial++;
+  }
+  g.start.notify_all();
+  {
+    std::unique_lock<std::mutex> lock(g.m);
+    g.done.wait(lock, [&] { return g.running == 0; });
+  }
+  write_outputs();
+  return cudaSuccess;
 }
 
 // ------------------------------------------------------------------ misc device
@@ -1425,7 +1804,7 @@ static void fill_properties(cudaDeviceProp* p) {
   p->textureAlignment = 512;
   p->texturePitchAlignment = 32;
   p->deviceOverlap = 1;
-  p->multiProcessorCount = 132;
+  p->multiProcessorCount = kMultiprocessors;
   p->canMapHostMemory = 1;
   p->concurrentKernels = 1;
   p->asyncEngineCount = 3;
@@ -1443,6 +1822,7 @@ static void fill_properties(cudaDeviceProp* p) {
   p->sharedMemPerBlockOptin = 232448;
   p->maxBlocksPerMultiProcessor = 32;
   p->reservedSharedMemPerBlock = 1024;
+  p->cooperativeLaunch = 1;
 }
 
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
@@ -1481,7 +1861,7 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
     case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *value = (int)p.sharedMemPerMultiprocessor; break;
     case cudaDevAttrMaxRegistersPerMultiprocessor: *value = p.regsPerMultiprocessor; break;
     case cudaDevAttrManagedMemory: *value = 1; break;
-    case cudaDevAttrCooperativeLaunch: *value = 0; break;
+    case cudaDevAttrCooperativeLaunch: *value = p.cooperativeLaunch; break;
     case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = (int)p.sharedMemPerBlockOptin; break;
     case cudaDevAttrMaxBlocksPerMultiprocessor: *value = p.maxBlocksPerMultiProcessor; break;
     default: *value = 0; return ret(cudaErrorInvalidValue);
@@ -1630,6 +2010,7 @@ const char* cudaGetErrorString(cudaError_t e) {
     case cudaErrorNotReady: return "device not ready";
     case cudaErrorLaunchOutOfResources: return "too many resources requested for launch";
     case cudaErrorNotSupported: return "operation not supported";
+    case cudaErrorCooperativeLaunchTooLarge: return "too many blocks in cooperative launch";
     default: return cudaGetErrorName(e);
   }
 }

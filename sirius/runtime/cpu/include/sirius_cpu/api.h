@@ -316,6 +316,10 @@ void unsupported(const char* what);
 // cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), with
 // the call's arguments as written
 cudaError_t opt_in_dynamic_shared(const char* args_text, int bytes);
+// Blocks of `block_size` threads with `shmem` bytes of dynamic shared memory
+// that one SM holds at once; the kernel is argument `kernel_arg` of the call's
+// arguments as written (its __launch_bounds__, if the build registered them).
+int max_active_blocks(const char* args_text, int kernel_arg, int block_size, size_t shmem);
 
 // Element type of a copied buffer, for comparisons (see sirius/backend/compare.py).
 enum ElemCode {
@@ -413,12 +417,23 @@ template <class F> inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* 
   attr->ptxVersion = 90;
   return cudaSuccess;
 }
+// The kernel's spelling comes along, as for cudaFuncSetAttribute, so that its
+// __launch_bounds__ are known; cudaLaunchCooperativeKernel accepts a grid of
+// at most this many blocks per SM times the SM count (and the CPU's own limit).
 template <class F>
-inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, F*, int block_size,
-                                                                 size_t = 0) {
-  *blocks = block_size > 0 ? (2048 / block_size > 32 ? 32 : 2048 / block_size) : 0;
-  return block_size > 0 ? cudaSuccess : cudaErrorInvalidValue;
+inline cudaError_t __sirius_occupancy(const char* spelled, int* blocks, F*, int block_size,
+                                      size_t shmem = 0, unsigned int = 0) {
+  if (!blocks || block_size <= 0) {
+    ::__sirius::set_error(cudaErrorInvalidValue);
+    return cudaErrorInvalidValue;
+  }
+  *blocks = ::__sirius::max_active_blocks(spelled, 1, block_size, shmem);
+  return cudaSuccess;
 }
+#define cudaOccupancyMaxActiveBlocksPerMultiprocessor(...) \
+  __sirius_occupancy(#__VA_ARGS__, __VA_ARGS__)
+#define cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(...) \
+  __sirius_occupancy(#__VA_ARGS__, __VA_ARGS__)
 template <class F>
 inline cudaError_t cudaOccupancyMaxPotentialBlockSize(int* min_grid, int* block, F*, size_t = 0,
                                                       int limit = 0) {

@@ -17,7 +17,7 @@
 namespace __sirius {
 // Kinds of block-wide and warp-wide synchronizing operations.
 enum SyncOp {
-  kBarrier = 0, kBarrierCount = 1, kBarrierAnd = 2, kBarrierOr = 3,
+  kBarrier = 0, kBarrierCount = 1, kBarrierAnd = 2, kBarrierOr = 3, kGridBarrier = 4,
   kShflIdx = 10, kShflUp = 11, kShflDown = 12, kShflXor = 13,
   kBallot = 20, kAny = 21, kAll = 22, kSyncWarp = 23, kMatchAny = 24, kMatchAll = 25,
   kReduceAdd = 30, kReduceMin = 31, kReduceMax = 32, kReduceMinU = 33, kReduceMaxU = 34,
@@ -25,6 +25,14 @@ enum SyncOp {
 };
 
 int block_sync(int op, int pred, const char* file, int line);
+// Named barrier `id` (0..15; 0 is __syncthreads()'s): waits for `count`
+// threads when `counted`, else for every live thread of the block.
+void named_barrier_sync(unsigned id, unsigned count, bool counted, const char* file, int line);
+// this_grid().sync(): a block barrier at the call site, then a wait for every
+// other block of the (cooperative) grid.
+void grid_sync(const char* file, int line);
+// Whether the running kernel was launched with cudaLaunchCooperativeKernel.
+bool cooperative_launch();
 // Exchanges `size` bytes at `data` among the lanes in `mask`; the result
 // replaces them. Returns the predicate result (match_all).
 int warp_sync(int op, unsigned mask, void* data, int size, int arg, int width, const char* file,
@@ -71,6 +79,17 @@ template <class T> struct IsWarpValue {
   ::__sirius::block_sync(::__sirius::kBarrierAnd, (p) ? 1 : 0, __FILE__, __LINE__)
 #define __syncthreads_or(p) \
   ::__sirius::block_sync(::__sirius::kBarrierOr, (p) ? 1 : 0, __FILE__, __LINE__)
+
+// PTX bar.sync id[, count] (sm_30_intrinsics.h): threads at different barrier
+// ids wait independently, so part of a block can synchronize on its own.
+inline void __barrier_sync(unsigned id, const char* file = __builtin_FILE(),
+                           int line = __builtin_LINE()) {
+  ::__sirius::named_barrier_sync(id, 0u, false, file, line);
+}
+inline void __barrier_sync_count(unsigned id, unsigned count, const char* file = __builtin_FILE(),
+                                 int line = __builtin_LINE()) {
+  ::__sirius::named_barrier_sync(id, count, true, file, line);
+}
 
 inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }

@@ -8,6 +8,10 @@
 // so that overloads, templates with deduced arguments and default arguments
 // resolve as in CUDA. The arguments are evaluated once, at the launch, and
 // every CUDA thread gets its own copy.
+//
+// cudaLaunchCooperativeKernel(kernel, grid, block, args[, shmem[, stream]])
+// runs every block of the grid at once, each on an OS thread of its own, so
+// that this_grid().sync() can wait for all of them (see runtime.cpp).
 #pragma once
 #pragma GCC system_header
 
@@ -26,6 +30,7 @@ struct LaunchConfig {
   size_t shmem;
   cudaStream_t stream;
   unsigned bound = 0;  // the kernel's __launch_bounds__ (0: none)
+  bool cooperative = false;
   LaunchConfig(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = 0)
       : grid(g), block(b), shmem(s), stream(st) {}
   LaunchConfig& max_threads(unsigned n) {
@@ -39,16 +44,31 @@ struct LaunchBase {
   dim3 grid, block;
   size_t shmem;
   unsigned bound;
+  bool cooperative;
   void (*invoke)(LaunchBase*);
 };
 
-// Runs every block of the grid; returns once all have finished.
-void run_launch(LaunchBase* launch);
+// Runs every block of the grid; returns once all have finished. A launch that
+// fails (bad configuration, a cooperative grid too large) sets the last error
+// and returns it.
+cudaError_t run_launch(LaunchBase* launch);
 // True while the calling OS thread runs a CUDA thread.
 bool in_kernel();
 void launched_from_device(const char* kernel);
 void check_kernel_pointer(const char* kernel, int index, const void* p);
 void unsupported(const char* what);
+// The kernel as argument `index` of a call's arguments as written (e.g.
+// "k<float>"), kept for the whole run; the call's name when it cannot be read.
+const char* spelled_kernel(const char* args_text, int index, const char* fallback);
+// __launch_bounds__ of a kernel so spelled, if the build registered them (0: unknown).
+unsigned launch_bounds_of(const char* kernel);
+
+// Registers a kernel's __launch_bounds__ by name (the source rewrite emits one
+// per kernel declared with them), for launches and queries that name the
+// kernel without <<<>>>.
+struct LaunchBoundsRegistration {
+  LaunchBoundsRegistration(const char* kernel, unsigned max_threads);
+};
 
 template <class F, class Args> struct Launch : LaunchBase {
   F f;
@@ -61,6 +81,7 @@ template <class F, class Args> struct Launch : LaunchBase {
     block = c.block;
     shmem = c.shmem;
     bound = c.bound;
+    cooperative = c.cooperative;
     invoke = &Launch::call;
   }
   static void call(LaunchBase* base) {
@@ -83,11 +104,17 @@ inline void check_arguments(const char* kernel, const Tuple& t, std::index_seque
 }
 
 template <class F, class... A>
-inline void launch(const LaunchConfig& config, const char* name, F f, A&&... a) {
+inline cudaError_t launch_status(const LaunchConfig& config, const char* name, F f, A&&... a) {
   if (in_kernel()) launched_from_device(name);
   Launch<F, std::tuple<typename std::decay<A>::type...>> l(name, config, f, std::forward<A>(a)...);
   check_arguments(name, l.args, std::index_sequence_for<A...>{});
-  run_launch(&l);
+  return run_launch(&l);
+}
+
+// What <<<>>> becomes: an expression of type void, as in CUDA.
+template <class F, class... A>
+inline void launch(const LaunchConfig& config, const char* name, F f, A&&... a) {
+  launch_status(config, name, f, std::forward<A>(a)...);
 }
 
 }  // namespace __sirius
@@ -95,19 +122,18 @@ inline void launch(const LaunchConfig& config, const char* name, F f, A&&... a) 
 // cudaLaunchKernel with a typed kernel pointer: the argument array is unpacked
 // by the kernel's parameter types.
 template <class... P, std::size_t... I>
-inline void __sirius_launch_unpacked(void (*kernel)(P...), dim3 grid, dim3 block, void** args,
-                                     size_t shmem, cudaStream_t stream,
-                                     std::index_sequence<I...>) {
-  ::__sirius::launch(
-      ::__sirius::LaunchConfig(grid, block, shmem, stream), "cudaLaunchKernel",
-      [kernel](auto... a) { kernel(a...); },
+inline cudaError_t __sirius_launch_unpacked(const ::__sirius::LaunchConfig& config,
+                                            const char* name, void (*kernel)(P...), void** args,
+                                            std::index_sequence<I...>) {
+  return ::__sirius::launch_status(
+      config, name, [kernel](auto... a) { kernel(a...); },
       *static_cast<typename std::decay<P>::type*>(args[I])...);
 }
 template <class... P>
 inline cudaError_t cudaLaunchKernel(void (*kernel)(P...), dim3 grid, dim3 block, void** args,
                                     size_t shmem = 0, cudaStream_t stream = 0) {
-  __sirius_launch_unpacked(kernel, grid, block, args, shmem, stream,
-                           std::index_sequence_for<P...>{});
+  __sirius_launch_unpacked(::__sirius::LaunchConfig(grid, block, shmem, stream),
+                           "cudaLaunchKernel", kernel, args, std::index_sequence_for<P...>{});
   return cudaPeekAtLastError();
 }
 inline cudaError_t cudaLaunchKernel(const void*, dim3, dim3, void**, size_t = 0,
@@ -117,3 +143,26 @@ inline cudaError_t cudaLaunchKernel(const void*, dim3, dim3, void**, size_t = 0,
       "pass the kernel itself");
   return cudaErrorNotSupported;
 }
+
+// cudaLaunchCooperativeKernel: the kernel's spelling comes along (as for
+// cudaFuncSetAttribute) for its name in messages and the launch log, and for
+// its __launch_bounds__. Returns the launch's own error:
+// cudaErrorCooperativeLaunchTooLarge when the blocks cannot all be resident.
+template <class... P>
+inline cudaError_t __sirius_launch_cooperative(const char* spelled, void (*kernel)(P...),
+                                               dim3 grid, dim3 block, void** args,
+                                               size_t shmem = 0, cudaStream_t stream = 0) {
+  const char* name = ::__sirius::spelled_kernel(spelled, 0, "cudaLaunchCooperativeKernel");
+  ::__sirius::LaunchConfig config(grid, block, shmem, stream);
+  config.max_threads(::__sirius::launch_bounds_of(name));
+  config.cooperative = true;
+  return __sirius_launch_unpacked(config, name, kernel, args, std::index_sequence_for<P...>{});
+}
+inline cudaError_t __sirius_launch_cooperative(const char*, const void*, dim3, dim3, void**,
+                                               size_t = 0, cudaStream_t = 0) {
+  ::__sirius::unsupported(
+      "cudaLaunchCooperativeKernel with an untyped (void*) kernel pointer; pass the kernel "
+      "itself");
+  return cudaErrorNotSupported;
+}
+#define cudaLaunchCooperativeKernel(...) __sirius_launch_cooperative(#__VA_ARGS__, __VA_ARGS__)

@@ -1,0 +1,163 @@
+"""Cooperative fusion: a region's launches as one launch, with grid-wide barriers.
+
+The schedule fuses what P1-P3 allow and stops at global dependences: a region of
+launches becomes several launches, one per fusion group, in the order of their time
+steps. A cooperative launch goes past that: every group of the region is a *phase* of
+one kernel, phases are separated by ``cooperative_groups::this_grid().sync()`` (which
+orders every block's memory operations before the barrier before every block's after
+it), and each phase runs its own blocks in a loop over a virtual block index, so the
+launch's grid (sized at run time from the occupancy API, so that all its blocks are
+resident at once, as a grid barrier needs) does not have to equal any phase's grid.
+
+``plan_cooperative`` proves, per region, what that needs and records a refusal (data,
+with the reason) for a region it leaves alone:
+
+* every launch of the region has a constant shape and the same (default) stream: the
+  phases' loops are printed with constant bounds;
+* the kernel's block is the largest of the phases that synchronize their blocks (their
+  own ``__syncthreads``, or barriers placed between fragments); a smaller one runs in the
+  first threads of the block, the others skip its fragments, so its own barriers must
+  count only its threads: whole warps, each barrier a ``__syncthreads()`` in the kernel's
+  body, which the printer turns into ``__barrier_sync_count`` over those threads;
+* a phase of larger blocks than the kernel's runs its threads in turns, so they must not
+  share data (no shared memory, no warp operations, no barriers); a phase of smaller
+  blocks with warp operations must fill whole warps (the other lanes of a part-filled
+  warp skip the phase and never reach the operation);
+* no kernel loads through the read-only data cache (``__ldg``): within one kernel that
+  cache is not coherent with the stores of an earlier phase;
+* no kernel is a template instance (the host passes arguments by address, and must name
+  each parameter's type);
+* no wavefront runs in the region (its waves are launches of their own).
+
+Early exits are not a hazard here: each fragment is a function that returns to its
+phase's loop, and every thread of the block reaches the barriers of the loop and the
+grid barrier. The promises: the cooperative kernel declares no ``__restrict__`` at all
+(a phase reads what another wrote, through another pointer, within one kernel).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sirius.analysis.program_model import ProgramModel
+from sirius.fusion.redundant_barriers import BARRIER_CALL
+from sirius.fusion.schedule import FusionGroup, Refusal, Schedule
+
+
+@dataclass(frozen=True)
+class CooperativeRegion:
+    """The groups of one region, in execution order, run as phases of one cooperative launch."""
+
+    region: int
+    phases: tuple[int, ...]  # group ids
+    threads: int  # the block size of the cooperative kernel: the largest phase's
+
+    @property
+    def name(self) -> str:
+        return f"sirius_coop_{self.region}"
+
+
+def _threads(model: ProgramModel, group: FusionGroup) -> int:
+    insts = {i.statement.index: i for i in model.launches}
+    return max(_product(insts[lane.launches[0]].statement.block.constant()) for lane in group.lanes)
+
+
+def _product(d) -> int:
+    return d[0] * d[1] * d[2]
+
+
+def _region_problem(model: ProgramModel, schedule: Schedule, groups: list[FusionGroup]) -> str | None:
+    """Why this region's groups cannot be phases of one cooperative kernel (None: they can)."""
+    insts = {i.statement.index: i for i in model.launches}
+    if any(g.id in schedule.wavefronts for g in groups):
+        return "a wavefront runs in the region (its waves are launches of their own)"
+    launches = [insts[i] for g in groups for i in g.launches]
+    for inst in launches:
+        s = inst.statement
+        if s.grid is None or s.block is None or s.grid.constant() is None or s.block.constant() is None:
+            return f"{inst.kernel.name} (line {s.line}) has a launch shape the analysis cannot evaluate"
+        decl = model.kernel_decls.get(inst.kernel.mangled)
+        if decl is not None and decl.template_params:
+            return f"{inst.kernel.name} (line {s.line}) is a template instance"
+        ldg = next((a for a in inst.kernel.accesses if a.noncoherent), None)
+        if ldg is not None:
+            return (f"{inst.kernel.name} loads through the read-only data cache (line {ldg.line}), which is not "
+                    "coherent with an earlier phase's stores within one kernel")
+    threads = cooperative_threads(model, groups)
+    if isinstance(threads, str):
+        return threads
+    for g in groups:
+        for lane in g.lanes:
+            inst = insts[lane.launches[0]]
+            size = _product(inst.statement.block.constant())
+            if size == threads:
+                continue
+            partial = next((insts[i] for i in lane.launches if insts[i].kernel.warp_ops), None) if size % 32 else None
+            if partial is not None and size < threads:
+                return (f"{partial.kernel.name} (line {partial.statement.line}) uses warp operations in blocks of {size} "
+                        "threads, part of a warp: the rest of that warp, elsewhere in the cooperative kernel, would "
+                        "never reach them")
+            if _synchronizes(model, g):
+                problem = _narrow_problem(model, [insts[i] for i in lane.launches], size)
+                if problem is not None:
+                    return problem
+            elif size > threads:  # its threads run in turns: they must not talk to each other
+                talker = next((insts[i] for i in lane.launches if insts[i].kernel.warp_ops or insts[i].kernel.shared),
+                              None)
+                if talker is not None:
+                    return (f"{talker.kernel.name} (line {talker.statement.line}) runs in blocks of {size} threads, "
+                            f"more than the cooperative kernel's {threads}, and its threads share data (shared "
+                            "memory or warp operations): they cannot run in turns")
+    return None
+
+
+def _narrow_problem(model: ProgramModel, launches, size: int) -> str | None:
+    """Why a phase that synchronizes cannot run in the first ``size`` threads of a larger
+    block, its own barriers counting only those threads (``__barrier_sync_count``): the
+    count must be whole warps, and every barrier a plain ``__syncthreads()`` in the kernel's
+    body, where the printer can see it."""
+    inst = launches[0]
+    if size % 32:
+        return (f"{inst.kernel.name} (line {inst.statement.line}) synchronizes blocks of {size} threads, not whole "
+                "warps: a barrier over part of a larger block counts warps")
+    for inst in launches:
+        decl = model.kernel_decls.get(inst.kernel.mangled)
+        lines = decl.body_text.split("\n") if decl is not None else []
+        for barrier in inst.kernel.barriers:
+            k = barrier.line - decl.body_line if decl is not None else -1
+            if not (0 <= k < len(lines) and BARRIER_CALL.search(lines[k])):
+                return (f"{inst.kernel.name} (line {inst.statement.line}) synchronizes at line {barrier.line} other "
+                        "than by a __syncthreads() in its body (a helper function, a cooperative group or a "
+                        "counting barrier), which cannot count part of a block")
+    return None
+
+
+def _synchronizes(model: ProgramModel, group: FusionGroup) -> bool:
+    """The group's blocks reach barriers: its kernels' own, or those placed between fragments."""
+    insts = {i.statement.index: i for i in model.launches}
+    return len(group.launches) > 1 or any(insts[i].kernel.barriers for i in group.launches)
+
+
+def cooperative_threads(model: ProgramModel, groups: list[FusionGroup]) -> int | str:
+    """The cooperative kernel's block size: the largest of the phases whose blocks
+    synchronize (a smaller one's barriers count its own threads), else the largest phase's;
+    or why there is none."""
+    sizes = {_threads(model, g) for g in groups if _synchronizes(model, g)}
+    threads = max(sizes) if sizes else max(_threads(model, g) for g in groups)
+    return threads if threads <= 1024 else "the phases need more than 1024 threads per block"
+
+
+def plan_cooperative(model: ProgramModel, schedule: Schedule) -> tuple[list[CooperativeRegion], list[Refusal]]:
+    """The regions of more than one group that can run as one cooperative launch, and a
+    refusal naming the region's first and last launch for each that cannot."""
+    plans, refusals = [], []
+    for region in schedule.regions:
+        groups = [g for g in schedule.groups if g.region == region.id]
+        if len(groups) < 2:
+            continue
+        problem = _region_problem(model, schedule, groups)
+        if problem is not None:
+            refusals.append(Refusal((region.launches[0], region.launches[-1]), f"not one cooperative launch: {problem}"))
+            continue
+        plans.append(CooperativeRegion(region.id, tuple(g.id for g in groups), cooperative_threads(model, groups)))
+    return plans, refusals

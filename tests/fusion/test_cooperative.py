@@ -1,0 +1,109 @@
+"""Cooperative fusion (fusion/cooperative.py): a region's groups, joined by global
+dependences, as phases of one cooperative launch with grid barriers between them; what it
+refuses, with the reason (phases that synchronize blocks of other sizes, larger blocks
+whose threads share data, loads through the read-only cache); the launch counted once in
+the report; the program verifies on the CPU backend, which runs every block at once."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sirius.analysis.frontend import CompileJob
+from sirius.config import CompileFlags, resolve_toolchain
+from sirius.pipeline import OptimizeState, report, run_pipeline
+from sirius.tuning.cost_model import predict_program
+
+pytestmark = pytest.mark.toolchain
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAM = ROOT / "tests" / "filecheck" / "optimize_cooperative.cu"
+SIRIUS = str(Path(sys.executable).parent / "sirius")
+TOTAL = "  out[t] = sums[t] + sums[(t + 1) % BLOCKS];"
+SYNCHRONIZING_TOTAL = "  __shared__ float s[BLOCKS];\n  s[t] = sums[t];\n  __syncthreads();\n  out[t] = s[t] + s[(t + 1) % BLOCKS];"
+
+
+def optimized(path: Path, cooperative: bool = True) -> OptimizeState:
+    return run_pipeline(OptimizeState(CompileJob(path, CompileFlags(), resolve_toolchain()), cooperative=cooperative))
+
+
+def variant(tmp_path: Path, old: str, new: str, launch: str | None = None) -> Path:
+    text = PROGRAM.read_text()
+    assert old in text
+    text = text.replace(old, new)
+    if launch is not None:
+        text = text.replace("total<<<1, BLOCKS>>>(sums, out);", launch)
+    path = tmp_path / "variant.cu"
+    path.write_text(text)
+    return path
+
+
+def test_the_two_groups_become_one_launch_with_a_grid_barrier():
+    state = optimized(PROGRAM)
+    rep = report(state)
+    assert (rep["launches_before"], rep["launches_after"]) == (3, 1)
+    [coop] = rep["cooperative"]
+    assert (coop["kernel"], coop["threads"], coop["grid_barriers"]) == ("sirius_coop_0", 256, 1)
+    assert [[m["kernel"] for m in phase] for phase in coop["phases"]] == [["scale", "block_sums"], ["total"]]
+    assert not rep["apart_without_reason"]
+    assert not any("global dependence" in r["reason"] for r in rep["refused"])  # joined after all
+    assert rep["promise_check"]["kernels_checked"] == 1
+    # without --cooperative: two launches, and the reason they stay apart
+    plain = report(optimized(PROGRAM, cooperative=False))
+    assert plain["launches_after"] == 2 and not plain["cooperative"]
+    # the cost model sees one cooperative launch with one grid barrier
+    _, predicted = predict_program(state)
+    [launch] = [i for i in predicted.items if i.shape.phases]
+    assert launch.count == 1 and launch.shape.grid_syncs == 1 and len(launch.shape.phases) == 2
+
+
+@pytest.mark.parametrize("old, new, launch, reason", [
+    (TOTAL, SYNCHRONIZING_TOTAL.replace("BLOCKS", "48"), "total<<<1, 48>>>(sums, out);",
+     "total (line {line}) synchronizes blocks of 48 threads, not whole warps"),
+    (TOTAL, "  out[t] = __ldg(&sums[t % BLOCKS]);", None, "total loads through the read-only data cache"),
+    (TOTAL, "  out[t % BLOCKS] = __shfl_down_sync(0xffffffffu, sums[t % BLOCKS], 1);",
+     "total<<<1, 1024>>>(sums, out);", "total (line {line}) runs in blocks of 1024 threads, more than the "
+                                       "cooperative kernel's 256, and its threads share data"),
+])
+def test_what_cannot_be_one_cooperative_launch_stays_apart_with_the_reason(tmp_path, old, new, launch, reason):
+    path = variant(tmp_path, old, new, launch)
+    rep = report(optimized(path))
+    line = next(k for k, text in enumerate(path.read_text().splitlines(), 1) if text.startswith("  total<<<"))
+    assert not rep["cooperative"] and rep["launches_after"] == 2
+    reasons = [r["reason"] for r in rep["refused"]]
+    assert any(reason.format(line=line) in r for r in reasons), reasons
+    assert not rep["apart_without_reason"]
+
+
+def test_a_smaller_block_that_synchronizes_counts_its_own_threads_at_its_barriers(tmp_path):
+    state = optimized(variant(tmp_path, TOTAL, SYNCHRONIZING_TOTAL))
+    assert report(state)["launches_after"] == 1
+    assert "else __barrier_sync_count(1, sirius_n);" in state.output  # the helper: barrier 1 over the first n threads
+    fragment = state.output[state.output.index("void sirius_frag_total("):]
+    assert "sirius_block_sync(sirius_bdim);" in fragment[:fragment.index("\n}\n")]
+    scale = state.output[state.output.index("void sirius_frag_block_sums("):]
+    assert "__syncthreads();" in scale[:scale.index("\n}\n")]  # the full-size phase keeps its barriers
+
+
+def test_a_larger_block_whose_threads_share_nothing_runs_in_turns(tmp_path):
+    path = variant(tmp_path, TOTAL, "  out[t % BLOCKS] = sums[t % BLOCKS] * 2.0f;", "total<<<1, 1024>>>(sums, out);")
+    state = optimized(path)
+    assert report(state)["launches_after"] == 1
+    assert "for (unsigned sirius_turn = sirius_thread; sirius_turn < 1024u; sirius_turn += 256u) {" in state.output
+
+
+def test_the_cooperative_kernel_runs_and_computes_what_the_original_launches_did(tmp_path):
+    out, log = tmp_path / "coop.cu", tmp_path / "launches.txt"
+    proc = subprocess.run([SIRIUS, "optimize", str(PROGRAM), "--cooperative", "-o", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and "one cooperative launch, 2 phases, 1 grid barriers" in proc.stdout, proc.stderr
+    run = subprocess.run([SIRIUS, "run", str(out)], capture_output=True, text=True,
+                         env={**os.environ, "SIRIUS_LAUNCH_LOG": str(log)})
+    assert run.returncode == 0, run.stderr
+    assert log.read_text().split() == ["sirius_coop_0"]  # the cooperative launch ran, not the fallback
+    verify = subprocess.run([SIRIUS, "verify", str(PROGRAM), str(out)], capture_output=True, text=True)
+    assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr

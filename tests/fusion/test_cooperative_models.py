@@ -1,0 +1,40 @@
+"""The cooperative candidate of every TVM model (``sirius optimize --cooperative``, what
+``sirius tune`` offers as auto+cooperative) at the small configuration: the cooperative
+launches run (not the fallback) and the results equal the original's on the CPU backend,
+which runs all blocks of a cooperative grid at once. bert_fp16 (bert_fp32's graph in half
+precision, whose clang compiles take minutes) runs with SIRIUS_SLOW_TESTS=1."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.toolchain
+
+ROOT = Path(__file__).resolve().parents[2]
+SIRIUS = str(Path(sys.executable).parent / "sirius")
+MODELS = ["bert_fp32", "lstm", "resnext", "nasnet", "seq2seq", "deepspeech2"] + (
+    ["bert_fp16"] if os.environ.get("SIRIUS_SLOW_TESTS") == "1" else [])
+
+
+def sirius(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([SIRIUS, *args], capture_output=True, text=True, timeout=900,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_the_cooperative_candidate_runs_and_verifies_at_the_small_size(model, tmp_path):
+    original = ROOT / "cuda_inputs" / "models" / f"{model}.cu"
+    out, log = tmp_path / f"{model}.coop.cu", tmp_path / "launches.txt"
+    proc = sirius("optimize", str(original), "-DSIRIUS_SMALL", "--cooperative", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "one cooperative launch" in proc.stdout and "violations undone" not in proc.stdout, proc.stdout
+    run = sirius("run", str(out), "-DSIRIUS_SMALL", env={"SIRIUS_LAUNCH_LOG": str(log)})
+    assert run.returncode == 0, run.stderr
+    assert any(name.startswith("sirius_coop_") for name in log.read_text().split()), "the fallback ran instead"
+    verify = sirius("verify", str(original), str(out), "-DSIRIUS_SMALL")  # the build above is cached
+    assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
