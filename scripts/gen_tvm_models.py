@@ -94,6 +94,9 @@ def generate(info, out_dir: Path, verify: bool = False) -> dict:
     return entry
 
 
+OPTIMIZED_HEADING = "## What sirius makes of them"
+
+
 def write_readme(manifest: dict, out_dir: Path) -> None:
     rows = []
     for name, e in manifest["models"].items():
@@ -184,7 +187,11 @@ Model definitions are in `scripts/tvm_corpus/models/` (Relax via
 `scripts/tvm_corpus/lower.py`, the program emission in
 `scripts/tvm_corpus/emit.py`.
 """
-    (out_dir / "README.md").write_text(text)
+    # the optimizer's figures are written by hand below the generated part: keep them
+    path = out_dir / "README.md"
+    previous = path.read_text() if path.is_file() else ""
+    kept = previous[previous.index(OPTIMIZED_HEADING):] if OPTIMIZED_HEADING in previous else ""
+    path.write_text(text + ("\n" + kept if kept else ""))
 
 
 def main(argv=None) -> int:
