@@ -229,9 +229,8 @@ def _cooperative_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
     between them; each phase a loop over its blocks as virtual blocks of this grid, so the
     grid can be as large as what is resident at once (the occupancy API) and no larger."""
     body: list[str] = []
-    for n, k in enumerate(phases):
-        pool = f"sirius_pool_{k.group.id}"
-        body += [line.replace("sirius_pool[", f"{pool}[") for line in _locals(k, pool)]
+    for k in phases:
+        body += _locals(k, f"sirius_pool_{k.group.id}")
     for n, k in enumerate(phases):
         if n:
             body.append("  cooperative_groups::this_grid().sync();  // the next phase reads what this one wrote, "
