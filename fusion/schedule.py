@@ -22,12 +22,20 @@ direction, because dependences carried by host loops are untouched.
 A global dependence is never fused across (P2). Every launch left alone, or
 group split, is reported with its reason; what cannot be proven safe is not
 fused.
+
+Legality and choice are apart. The checks (``_RegionLegality``) answer whether
+one merge may be made, with a ``Problem`` (a ``RefusalKind`` and the text the
+report shows) when it may not; the scheduler (``_RegionScheduler``) proposes the
+merges in a fixed order and asks the fusion policy (``fusion.policies``) about
+each legal one; a merge the policy declines is a refusal of kind ``POLICY``.
+The default policy, greedy, takes every legal merge: first fit in program order.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from enum import Enum
 
 import islpy as isl
 import networkx as nx
@@ -38,6 +46,7 @@ from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.analysis.program_model import instance_maps
 from sirius.analysis.uar import REINDEX_OPERATION_BUDGET, UAR, Dependence, is_mapping_kernel, isl_budget
 from sirius.fusion.global_schedule import time_steps
+from sirius.fusion.policies import FusionPolicy, Greedy, Merge, MergeKind, accepts, declined
 
 SIX = ("bx", "by", "bz", "tx", "ty", "tz")
 
@@ -85,10 +94,67 @@ class FusionGroup:
         return "hybrid"
 
 
+class RefusalKind(Enum):
+    """What kind of reason keeps launches apart: code decides on the kind, the report shows the
+    text that goes with it."""
+
+    # a launch cannot be a fragment of a fused kernel at all
+    NOT_A_FRAGMENT = "not-a-fragment"
+    # a region ends between two launches
+    HOST_STATEMENT = "host-statement"
+    UNREWRITABLE_LAUNCH = "unrewritable-launch"
+    LOOP_NEST = "loop-nest"
+    HOST_FUNCTION = "host-function"
+    CONTROL_FLOW = "control-flow"
+    # one merge is not legal
+    HORIZONTAL_GROUP = "horizontal-group"  # vertical: a side already runs lanes side by side
+    SHAPE_UNKNOWN = "shape-unknown"
+    SHAPE_DIFFERS = "shape-differs"
+    NOT_REINDEXABLE = "not-reindexable"
+    WIDE_DEPENDENCE = "wide-dependence"  # neither thread- nor block-level
+    DEPENDENCE_PATH = "dependence-path"  # through a launch between them: merging would make a cycle
+    EARLY_EXIT = "early-exit"
+    DYNAMIC_SHARED = "dynamic-shared"
+    SHARED_MEMORY = "shared-memory"
+    DEPENDENT = "dependent"  # horizontal: a dependence joins them
+    BLOCK_TOO_LARGE = "block-too-large"
+    BLOCK_SIZES_DIFFER = "block-sizes-differ"
+    PARTIAL_WARPS = "partial-warps"
+    INDEX_HELPERS = "index-helpers"
+    # the merge is legal and was not made
+    DIFFERENT_STEPS = "different-steps"  # isl's global schedule puts them apart
+    ARRANGEMENT = "arrangement"  # --arrangement vertical does not place launches side by side
+    POLICY = "policy"  # the fusion policy declined it
+    # refused after the schedule (wavefront, cooperative launch, promise check)
+    LATER_STAGE = "later-stage"
+
+    @property
+    def legal(self) -> bool:
+        """The merge was legal; a choice (schedule, arrangement, policy) left it out."""
+        return self in (RefusalKind.DIFFERENT_STEPS, RefusalKind.ARRANGEMENT, RefusalKind.POLICY)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why a merge is not made: its kind, and the text the report shows."""
+
+    kind: RefusalKind
+    text: str
+
+
 @dataclass(frozen=True)
 class Refusal:
+    """Launches kept apart (two that follow one another, a region, or one launch that cannot
+    be a fragment), why, and the kind of that reason (``LATER_STAGE`` for refusals the
+    stages after the schedule make, which give text only)."""
+
     launches: tuple[int, ...]
     reason: str
+    kind: RefusalKind = RefusalKind.LATER_STAGE
+
+    @classmethod
+    def of(cls, launches, problem: Problem) -> "Refusal":
+        return cls(tuple(launches), problem.text, problem.kind)
 
 
 @dataclass(frozen=True)
@@ -137,8 +203,13 @@ def _config(stmt: HostStatement) -> tuple | None:
     return None if g is None or b is None else (g, b)
 
 
-def fragment_problem(model: ProgramModel, inst: LaunchInstance) -> str | None:
+def fragment_problem(model: ProgramModel, inst: LaunchInstance) -> Problem | None:
     """Why this launch cannot become a fragment of a fused kernel, if it cannot."""
+    why = _not_a_fragment(model, inst)
+    return None if why is None else Problem(RefusalKind.NOT_A_FRAGMENT, why)
+
+
+def _not_a_fragment(model: ProgramModel, inst: LaunchInstance) -> str | None:
     k, site, stmt = inst.kernel, inst.site, inst.statement
     if site is None:
         return "launch expression not found in the source" + (
@@ -180,6 +251,10 @@ def helper_reason(model: ProgramModel, inst: LaunchInstance) -> str:
     return (f"{inst.kernel.name} calls {', '.join(index_helpers(model, inst))}, which reads the built-in "
             "block and thread indices; a fragment placed in other blocks or threads would see the fused "
             "kernel's indices there")
+
+
+def _helper_problem(model: ProgramModel, inst: LaunchInstance) -> Problem:
+    return Problem(RefusalKind.INDEX_HELPERS, helper_reason(model, inst))
 
 
 _CONTROL = re.compile(r"[{}]|\b(?:if|else|for|while|do|switch|case|return|break|continue|goto)\b")
@@ -278,13 +353,13 @@ def find_regions(model: ProgramModel, source: str) -> tuple[list[Region], list[R
         problem = fragment_problem(model, inst[s.index])
         separator = _separator(source, stmts, inst, previous, s, between, observers)
         if separator is not None:
-            refusals.append(Refusal((previous, s.index), separator))
-        if current and separator is None and not problem:
+            refusals.append(Refusal.of((previous, s.index), separator))
+        if current and separator is None and problem is None:
             crossed.extend(waits)
         previous, between, waits = s.index, [], []
-        if problem:
+        if problem is not None:
             close()
-            refusals.append(Refusal((s.index,), problem))
+            refusals.append(Refusal.of((s.index,), problem))
             continue
         if separator is not None:
             close()
@@ -294,7 +369,7 @@ def find_regions(model: ProgramModel, source: str) -> tuple[list[Region], list[R
 
 
 def _separator(source: str, stmts, inst, previous: int | None, launch: HostStatement,
-               between: list[HostStatement], observers: list[Observer]) -> str | None:
+               between: list[HostStatement], observers: list[Observer]) -> Problem | None:
     """Why ``launch`` cannot join the region of the launch before it (None: it can)."""
     if previous is None:
         return None
@@ -302,19 +377,20 @@ def _separator(source: str, stmts, inst, previous: int | None, launch: HostState
         shown = "; ".join(s.describe() for s in between[:3]) + ("; ..." if len(between) > 3 else "")
         if observers and any(s.kind == "sync" and s.detail in WAITING_SYNCS for s in between):
             shown += f" (the host may observe device work there: {observers[0].describe()})"
-        return f"host statements between the launches order them: {shown}"
+        return Problem(RefusalKind.HOST_STATEMENT, f"host statements between the launches order them: {shown}")
     a, b = inst[previous], inst[launch.index]
     if a.site is None or b.site is None:
         unplaced = a if a.site is None else b
         where = f" in {unplaced.statement.inlined_from}" if unplaced.statement.inlined_from else ""
-        return (f"the launch of {unplaced.kernel.name}{where} at line {unplaced.statement.line} cannot be "
-                "rewritten (its launch expression is not in the source)")
+        return Problem(RefusalKind.UNREWRITABLE_LAUNCH,
+                       f"the launch of {unplaced.kernel.name}{where} at line {unplaced.statement.line} cannot be "
+                       "rewritten (its launch expression is not in the source)")
     if stmts[previous].loops != launch.loops:
-        return "they are in different host loop nests"
+        return Problem(RefusalKind.LOOP_NEST, "they are in different host loop nests")
     if a.site.function != b.site.function:
-        return "they are in different host functions"
+        return Problem(RefusalKind.HOST_FUNCTION, "they are in different host functions")
     if _control_between(source, a, b):
-        return "control flow between them in the source"
+        return Problem(RefusalKind.CONTROL_FLOW, "control flow between them in the source")
     return None
 
 
@@ -331,11 +407,32 @@ class _Group:
         return [i for lane in self.lanes for i in lane]
 
 
-class _RegionScheduler:
-    def __init__(self, model: ProgramModel, uar: UAR, region: Region, arrangement: str):
+@dataclass(frozen=True)
+class Reindexing:
+    """A launch of another shape re-indexed onto a lane's threads: ``sigma`` maps the lane's
+    first launch's (block, thread) coordinates to the instance each such thread runs;
+    ``needs_barrier``: a dependence on an earlier fragment stays within a block."""
+
+    sigma: isl.Map
+    needs_barrier: bool
+
+
+@dataclass(frozen=True)
+class VerticalMerge:
+    """A proven vertical merge: the lane the two groups become, and the re-indexing of the
+    joining launch when it has another shape."""
+
+    lane: list[int]
+    reindexing: Reindexing | None = None
+
+
+class _RegionLegality:
+    """Whether two groups of one region may be merged, and why not: every answer is a
+    ``Problem`` or a proven merge. Nothing here chooses among legal merges."""
+
+    def __init__(self, model: ProgramModel, uar: UAR, region: Region):
         self.model = model
         self.region = region
-        self.arrangement = arrangement
         self.inst = {i.statement.index: i for i in model.launches}
         members = set(region.launches)
         self.deps = [d for d in uar.dependences if d.src in members and d.dst in members and d.same_iteration
@@ -344,16 +441,14 @@ class _RegionScheduler:
         for d in self.deps:
             self.deps_of.setdefault(d.src, []).append(d)
             self.deps_of.setdefault(d.dst, []).append(d)
-        self.groups = [_Group([[i]]) for i in region.launches]
-        self.notes: dict[tuple[int, int], Refusal] = {}  # pair of first launches -> latest reason
         self._active_cache: dict[int, isl.Set] = {}
-        self._reindex_cache: dict[tuple, object] = {}
+        self._reindex_cache: dict[tuple, Reindexing | Problem | None] = {}
 
     # group graph: an edge when some dependence goes from one group to the other
-    def _graph(self) -> nx.DiGraph:
+    def graph(self, groups: list[_Group]) -> nx.DiGraph:
         g = nx.DiGraph()
-        owner = {m: gi for gi, grp in enumerate(self.groups) for m in grp.members}
-        g.add_nodes_from(range(len(self.groups)))
+        owner = {m: gi for gi, grp in enumerate(groups) for m in grp.members}
+        g.add_nodes_from(range(len(groups)))
         for d in self.deps:
             a, b = owner[d.src], owner[d.dst]
             if a != b:
@@ -361,7 +456,7 @@ class _RegionScheduler:
         return g
 
     @staticmethod
-    def _mergeable_without_cycle(graph: nx.DiGraph, a: int, b: int) -> bool:
+    def mergeable_without_cycle(graph: nx.DiGraph, a: int, b: int) -> bool:
         """Merging groups ``a`` and ``b`` keeps the group graph acyclic: no path of two
         or more edges leads from one to the other (through a group in between)."""
         for src, dst in ((a, b), (b, a)):
@@ -377,39 +472,64 @@ class _RegionScheduler:
                         frontier.append(m)
         return True
 
-    def _edges_between(self, ga: _Group, gb: _Group):
+    def edges_between(self, ga: _Group, gb: _Group):
         sb = set(gb.members)
         return [d for m in ga.members for d in self.deps_of.get(m, ())
                 if (d.src == m and d.dst in sb) or (d.dst == m and d.src in sb)]
 
-    def _lane_config(self, lane: list[int]):
+    def lane_config(self, lane: list[int]):
         return _config(self.inst[lane[0]].statement)
 
     # ---------------------------------------------------------- vertical
-    def _vertical_problem(self, ga: _Group, gb: _Group) -> str | None:
+    def vertical(self, ga: _Group, gb: _Group, connected: bool, graph: nx.DiGraph, ia: int,
+                 ib: int) -> VerticalMerge | Problem:
+        """Whether ``gb`` may run after ``ga`` in one lane (``ia`` and ``ib`` their nodes in
+        ``graph``): same shape and thread- or block-level dependences, or a proven
+        re-indexing; no dependence path through another group; no early exit before a
+        barrier, and shared memory that fits."""
+        problem = self.vertical_problem(ga, gb)
+        reindexing = None
+        single_lanes = len(ga.lanes) == 1 and len(gb.lanes) == 1
+        if connected and single_lanes and not self.same_configuration(ga, gb):
+            # another shape: the consumer may still run re-indexed on the producer's threads
+            attempt = self.try_reindex(ga, gb)
+            if isinstance(attempt, Reindexing):
+                reindexing, problem = attempt, None
+            elif isinstance(attempt, Problem):
+                problem = Problem(RefusalKind.NOT_REINDEXABLE, f"different launch configurations, and {attempt.text}")
+        if problem is None and not self.mergeable_without_cycle(graph, ia, ib):
+            problem = _DEPENDENCE_PATH
+        if problem is not None:
+            return problem
+        lane = ga.lanes[0] + gb.members if reindexing is not None else self.lane_order(ga.members + gb.members)
+        return self.lane_hazard(lane) or VerticalMerge(lane, reindexing)
+
+    def vertical_problem(self, ga: _Group, gb: _Group) -> Problem | None:
         """Why the two groups cannot run in one lane as launched (None: they can)."""
         if len(ga.lanes) != 1 or len(gb.lanes) != 1:
-            return "one side is already arranged horizontally"
-        if not self._same_configuration(ga, gb):
-            unknown = [g for g in (ga, gb) if self._lane_config(g.lanes[0]) is None]
+            return Problem(RefusalKind.HORIZONTAL_GROUP, "one side is already arranged horizontally")
+        if not self.same_configuration(ga, gb):
+            unknown = [g for g in (ga, gb) if self.lane_config(g.lanes[0]) is None]
             if unknown:  # a shape from argv or data: fusing would assume one value for all runs
                 stmt = self.inst[unknown[0].lanes[0][0]].statement
-                return (f"launch configuration at line {stmt.line} is not known when optimizing "
-                        f"(grid {stmt.grid}, block {stmt.block}); a fused kernel would hold for one shape only")
-            return "different launch configurations"
-        return self._width_problem(ga, gb)
+                return Problem(RefusalKind.SHAPE_UNKNOWN,
+                               f"launch configuration at line {stmt.line} is not known when optimizing "
+                               f"(grid {stmt.grid}, block {stmt.block}); a fused kernel would hold for one "
+                               "shape only")
+            return Problem(RefusalKind.SHAPE_DIFFERS, "different launch configurations")
+        return self.width_problem(ga, gb)
 
-    def _same_configuration(self, ga: _Group, gb: _Group) -> bool:
-        ca, cb = self._lane_config(ga.lanes[0]), self._lane_config(gb.lanes[0])
+    def same_configuration(self, ga: _Group, gb: _Group) -> bool:
+        ca, cb = self.lane_config(ga.lanes[0]), self.lane_config(gb.lanes[0])
         return ca is not None and ca == cb
 
-    def _width_problem(self, ga: _Group, gb: _Group) -> str | None:
-        for d in self._edges_between(ga, gb):
+    def width_problem(self, ga: _Group, gb: _Group) -> Problem | None:
+        for d in self.edges_between(ga, gb):
             if d.width not in ("thread", "block"):
-                return f"{d.width} dependence on {d.buffer}"
+                return Problem(RefusalKind.WIDE_DEPENDENCE, f"{d.width} dependence on {d.buffer}")
         return None
 
-    def _lane_order(self, members: list[int]) -> list[int]:
+    def lane_order(self, members: list[int]) -> list[int]:
         g = nx.DiGraph()
         g.add_nodes_from(members)
         for d in self.deps:
@@ -417,17 +537,18 @@ class _RegionScheduler:
                 g.add_edge(d.src, d.dst)
         return list(nx.lexicographical_topological_sort(g))
 
-    def _lane_hazard(self, lane: list[int]) -> str | None:
+    def lane_hazard(self, lane: list[int]) -> Problem | None:
         for pos, idx in enumerate(lane[:-1]):
             exits = [e for e in self.inst[idx].kernel.early_exits if e.reaches_barrier]
             if exits:
-                return (f"{self.inst[idx].kernel.name} returns early (line {exits[0].line}) before a barrier; "
-                        "inside a fused kernel the returning threads would not exit and later barriers "
-                        "would pair up differently")
+                return Problem(RefusalKind.EARLY_EXIT,
+                               f"{self.inst[idx].kernel.name} returns early (line {exits[0].line}) before a "
+                               "barrier; inside a fused kernel the returning threads would not exit and later "
+                               "barriers would pair up differently")
         dynamic = [i for i in lane if any(s.dynamic for s in self.inst[i].kernel.shared)]
         if len(dynamic) > 1:
-            return "more than one fragment uses dynamic shared memory"
-        return self._shared_problem(lane)
+            return _DYNAMIC_SHARED
+        return self.shared_problem(lane)
 
     # -------------------------------------------------------- re-indexing
     def _thread_relation(self, d: Dependence) -> isl.Map:
@@ -454,31 +575,31 @@ class _RegionScheduler:
             dom = d if dom is None else dom.union(d)
         return dom
 
-    def _try_reindex(self, ga: _Group, gb: _Group):
-        """(sigma, needs barrier) to run ``gb``'s one launch re-indexed at the end of
-        ``ga``'s lane, or a reason why not, or None when it does not apply."""
+    def try_reindex(self, ga: _Group, gb: _Group) -> Reindexing | Problem | None:
+        """How ``gb``'s one launch runs re-indexed at the end of ``ga``'s lane, or why it
+        cannot, or None when re-indexing does not apply (not a mapping kernel, ...)."""
         key = (tuple(tuple(lane) for lane in ga.lanes), tuple(gb.members))
         if key not in self._reindex_cache:
             try:
                 with isl_budget(REINDEX_OPERATION_BUDGET):
                     self._reindex_cache[key] = self._compute_reindex(ga, gb)
             except isl.Error:
-                self._reindex_cache[key] = "re-indexing is too costly to establish"
+                self._reindex_cache[key] = _not_reindexable("re-indexing is too costly to establish")
         return self._reindex_cache[key]
 
-    def _compute_reindex(self, ga: _Group, gb: _Group):
+    def _compute_reindex(self, ga: _Group, gb: _Group) -> Reindexing | Problem | None:
         if len(ga.lanes) != 1 or len(gb.members) != 1 or len(ga.members) == 0:
             return None
         m, lane = gb.members[0], ga.lanes[0]
         anchor = lane[0]
-        if self._lane_config(lane) is None or self._lane_config([m]) is None:
+        if self.lane_config(lane) is None or self.lane_config([m]) is None:
             return None
         if not is_mapping_kernel(self.inst[m].kernel):
             return None
         if index_helpers(self.model, self.inst[m]):
-            return helper_reason(self.model, self.inst[m])
+            return _helper_problem(self.model, self.inst[m])
         if any(d.src == m and d.dst in lane for d in self.deps):
-            return "the launch would have to run before a fragment it feeds"
+            return _not_reindexable("the launch would have to run before a fragment it feeds")
         to_anchor = [d for d in self.deps if d.src == anchor and d.dst == m]
         if not to_anchor:
             return None
@@ -487,12 +608,12 @@ class _RegionScheduler:
             r = self._thread_relation(d)
             sigma = r if sigma is None else sigma.union(r)
         if sigma.dim(isl.dim_type.param):
-            return "re-indexing needs constant sizes"
+            return _not_reindexable("re-indexing needs constant sizes")
         if not (sigma.is_single_valued() and sigma.is_injective()):
-            return "re-indexing is not one-to-one"
+            return _not_reindexable("re-indexing is not one-to-one")
         active = self._active(m)
         if active is None or not active.is_subset(sigma.range()):
-            return "some threads of the re-indexed launch have no producer thread to run on"
+            return _not_reindexable("some threads of the re-indexed launch have no producer thread to run on")
         needs_barrier = False
         identity = isl.Map("{ [a0, a1, a2, a3, a4, a5] -> [a0, a1, a2, a3, a4, a5] }")
         same_block = isl.Map("{ [a0, a1, a2, a3, a4, a5] -> [a0, a1, a2, b3, b4, b5] }")
@@ -509,10 +630,96 @@ class _RegionScheduler:
                 if anchored.is_subset(same_block):
                     needs_barrier = True
                     continue
-                return f"dependence on {d.buffer} stays global after re-indexing"
-        return sigma, needs_barrier
+                return _not_reindexable(f"dependence on {d.buffer} stays global after re-indexing")
+        return Reindexing(sigma, needs_barrier)
 
+    # -------------------------------------------------------- horizontal
+    def horizontal_problem(self, ga: _Group, gb: _Group) -> Problem | None:
+        """Why the lanes of the two groups cannot run side by side in different blocks of
+        one launch (None: they can): a dependence between them, shapes not known, a block
+        too large, barriers or warp operations in lanes of fewer threads, more than one
+        dynamic shared array, helpers reading the built-in indices, shared memory."""
+        if self.edges_between(ga, gb):
+            return Problem(RefusalKind.DEPENDENT, "dependent")
+        lanes = ga.lanes + gb.lanes
+        configs = [self.lane_config(lane) for lane in lanes]
+        if any(c is None for c in configs):
+            return Problem(RefusalKind.SHAPE_UNKNOWN, "launch configuration is not a constant")
+        threads = [b[0] * b[1] * b[2] for _, b in configs]
+        widest = max(threads)
+        if widest > MAX_BLOCK_THREADS:
+            return Problem(RefusalKind.BLOCK_TOO_LARGE, "block too large")
+        for lane, t in zip(lanes, threads):
+            if t != widest and any(self.inst[i].kernel.barriers for i in lane):
+                return Problem(RefusalKind.BLOCK_SIZES_DIFFER,
+                               "fragments with barriers need every thread of the block; their block sizes differ "
+                               f"({t} vs {widest})")
+            if t != widest and any(self.inst[i].kernel.warp_ops for i in lane) and t % 32:
+                return Problem(RefusalKind.PARTIAL_WARPS,
+                               "warp operations in a fragment whose block is not a whole number of warps")
+        dyn = [i for lane in lanes for i in lane if any(s.dynamic for s in self.inst[i].kernel.shared)]
+        if len(dyn) > 1:
+            return _DYNAMIC_SHARED
+        remapped = next((self.inst[i] for lane in lanes for i in lane if index_helpers(self.model, self.inst[i])),
+                        None)
+        if remapped is not None:
+            return _helper_problem(self.model, remapped)
+        return self.shared_problem([i for lane in lanes for i in lane])
+
+    def shared_problem(self, launches: list[int]) -> Problem | None:
+        """Every block of a fused kernel holds the static shared arrays of all its fragments,
+        and the largest dynamic size of the launches: over 48 KB in all the launch needs the
+        opt-in code generation emits, and past the device's opt-in limit it cannot run."""
+        static = static_shared_bytes([self.inst[i].kernel for i in launches])
+        if static > STATIC_SHARED_LIMIT:
+            return Problem(RefusalKind.SHARED_MEMORY,
+                           f"static shared memory of the fragments ({static} bytes) exceeds {STATIC_SHARED_LIMIT}")
+        dynamic = max(self.inst[i].statement.shmem.constant_value() or 0 for i in launches)
+        limit = shared_opt_in_limit(self.model.arch)
+        if static + dynamic > limit:
+            return Problem(RefusalKind.SHARED_MEMORY,
+                           f"shared memory of the fused kernel ({static} bytes static + {dynamic} dynamic) exceeds "
+                           f"the {limit} bytes a block of {self.model.arch} can have")
+        return None
+
+
+_DEPENDENCE_PATH = Problem(RefusalKind.DEPENDENCE_PATH, "a launch between them depends on one and feeds the other")
+_DYNAMIC_SHARED = Problem(RefusalKind.DYNAMIC_SHARED, "more than one fragment uses dynamic shared memory")
+
+
+def _not_reindexable(why: str) -> Problem:
+    return Problem(RefusalKind.NOT_REINDEXABLE, why)
+
+
+class _RegionScheduler:
+    """The merges of one region, in a fixed order, each made when it is legal
+    (``_RegionLegality``) and the policy accepts it."""
+
+    def __init__(self, model: ProgramModel, uar: UAR, region: Region, arrangement: str, policy: FusionPolicy):
+        self.legal = _RegionLegality(model, uar, region)
+        self.region = region
+        self.arrangement = arrangement
+        self.policy = policy
+        self.groups = [_Group([[i]]) for i in region.launches]
+        self.notes: dict[tuple[int, int], Refusal] = {}  # pair of first launches -> latest reason
+
+    def _graph(self) -> nx.DiGraph:
+        return self.legal.graph(self.groups)
+
+    def _declined_by_policy(self, kind: MergeKind, lanes: list[list[int]], joining: list[int], dependent: bool,
+                            reindexed: bool = False) -> Problem | None:
+        """None when the policy makes the legal merge of ``joining`` into ``lanes``; the
+        refusal's problem when it declines it."""
+        inst = self.legal.inst
+        merge = Merge.of(kind, [[inst[i] for i in lane] for lane in lanes], [inst[i] for i in joining],
+                         dependent, reindexed)
+        return None if accepts(self.policy, merge) else Problem(RefusalKind.POLICY, declined(self.policy, merge))
+
+    # ---------------------------------------------------------- vertical
     def merge_vertical(self) -> None:
+        """P1: the first pair of groups, in program order, that may run in one lane and that
+        the policy accepts is merged; then the scan starts again. Independent launches are
+        left to horizontal fusion unless the arrangement is vertical."""
         changed = True
         while changed:
             changed = False
@@ -520,33 +727,23 @@ class _RegionScheduler:
             for ia in range(len(self.groups)):
                 for ib in range(ia + 1, len(self.groups)):
                     ga, gb = self.groups[ia], self.groups[ib]
-                    connected = bool(self._edges_between(ga, gb))
+                    connected = bool(self.legal.edges_between(ga, gb))
                     if not connected and self.arrangement == "auto" and len(self.groups) > 1:
                         continue  # independent launches are left to horizontal fusion
-                    problem = self._vertical_problem(ga, gb)
-                    reindexed = None
-                    single_lanes = len(ga.lanes) == 1 and len(gb.lanes) == 1
-                    if connected and single_lanes and not self._same_configuration(ga, gb):
-                        # another shape: the consumer may still run re-indexed on the producer's threads
-                        attempt = self._try_reindex(ga, gb)
-                        if isinstance(attempt, tuple):
-                            reindexed, problem = attempt, None
-                        elif isinstance(attempt, str):
-                            problem = f"different launch configurations, and {attempt}"
-                    if problem is None and not self._mergeable_without_cycle(graph, ia, ib):
-                        problem = "a launch between them depends on one and feeds the other"
-                    if problem is None:
-                        lane = (ga.lanes[0] + gb.members if reindexed is not None
-                                else self._lane_order(ga.members + gb.members))
-                        problem = self._lane_hazard(lane)
-                    if problem is not None:
+                    verdict = self.legal.vertical(ga, gb, connected, graph, ia, ib)
+                    if isinstance(verdict, Problem):
                         if connected:
-                            self._note(ga, gb, problem)
+                            self._note(ga, gb, verdict)
                         continue
-                    merged = _Group([lane], {**ga.reindex, **gb.reindex}, ga.barrier_for | gb.barrier_for)
-                    if reindexed is not None:
-                        merged.reindex[gb.members[0]] = reindexed[0]
-                        if reindexed[1]:
+                    refused = self._declined_by_policy(MergeKind.VERTICAL, [verdict.lane], gb.members, connected,
+                                                       verdict.reindexing is not None)
+                    if refused is not None:
+                        self._note(ga, gb, refused)
+                        continue
+                    merged = _Group([verdict.lane], {**ga.reindex, **gb.reindex}, ga.barrier_for | gb.barrier_for)
+                    if verdict.reindexing is not None:
+                        merged.reindex[gb.members[0]] = verdict.reindexing.sigma
+                        if verdict.reindexing.needs_barrier:
                             merged.barrier_for.add(gb.members[0])
                     self.groups[ia] = merged
                     del self.groups[ib]
@@ -556,56 +753,16 @@ class _RegionScheduler:
                     break
 
     # -------------------------------------------------------- horizontal
-    def _horizontal_problem(self, ga: _Group, gb: _Group) -> str | None:
-        if self._edges_between(ga, gb):
-            return "dependent"
-        lanes = ga.lanes + gb.lanes
-        configs = [self._lane_config(lane) for lane in lanes]
-        if any(c is None for c in configs):
-            return "launch configuration is not a constant"
-        threads = [b[0] * b[1] * b[2] for _, b in configs]
-        widest = max(threads)
-        if widest > MAX_BLOCK_THREADS:
-            return "block too large"
-        for lane, t in zip(lanes, threads):
-            if t != widest and any(self.inst[i].kernel.barriers for i in lane):
-                return ("fragments with barriers need every thread of the block; their block sizes differ "
-                        f"({t} vs {widest})")
-            if t != widest and any(self.inst[i].kernel.warp_ops for i in lane) and t % 32:
-                return "warp operations in a fragment whose block is not a whole number of warps"
-        dyn = [i for lane in lanes for i in lane if any(s.dynamic for s in self.inst[i].kernel.shared)]
-        if len(dyn) > 1:
-            return "more than one fragment uses dynamic shared memory"
-        remapped = next((self.inst[i] for lane in lanes for i in lane if index_helpers(self.model, self.inst[i])),
-                        None)
-        if remapped is not None:
-            return helper_reason(self.model, remapped)
-        return self._shared_problem([i for lane in lanes for i in lane])
-
-    def _shared_problem(self, launches: list[int]) -> str | None:
-        """Every block of a fused kernel holds the static shared arrays of all its fragments,
-        and the largest dynamic size of the launches: over 48 KB in all the launch needs the
-        opt-in code generation emits, and past the device's opt-in limit it cannot run."""
-        static = static_shared_bytes([self.inst[i].kernel for i in launches])
-        if static > STATIC_SHARED_LIMIT:
-            return f"static shared memory of the fragments ({static} bytes) exceeds {STATIC_SHARED_LIMIT}"
-        dynamic = max(self.inst[i].statement.shmem.constant_value() or 0 for i in launches)
-        limit = shared_opt_in_limit(self.model.arch)
-        if static + dynamic > limit:
-            return (f"shared memory of the fused kernel ({static} bytes static + {dynamic} dynamic) exceeds "
-                    f"the {limit} bytes a block of {self.model.arch} can have")
-        return None
-
     def _steps(self) -> list[int]:
         """Each group's time step in isl's global schedule (see fusion.global_schedule)."""
         return time_steps(len(self.groups), self._graph().edges())
 
     def merge_horizontal(self) -> None:
         """P3: groups on the same time step of the global schedule share one launch
-        when their shapes and resources allow (first fit, in program order). A group
-        that stays apart may then move to another step within its slack (after every
-        group it needs, before every group that needs it) and join a group there;
-        dependences then still go from earlier to later steps."""
+        when their shapes and resources allow and the policy accepts (first fit, in
+        program order). A group that stays apart may then move to another step within
+        its slack (after every group it needs, before every group that needs it) and
+        join a group there; dependences then still go from earlier to later steps."""
         ordered = self.ordered_groups()
         step_of = [step for step, _ in ordered]
         self.groups = [grp for _, grp in ordered]
@@ -618,13 +775,25 @@ class _RegionScheduler:
         last = min((step_of[s] - 1 for s in graph.successors(i)), default=max(step_of) + 1)
         return first, last
 
+    def _host_for(self, i: int, first: int, last: int, step_of: list[int]) -> int | None:
+        """The first group whose step lies in [first, last] that group ``i`` may join side by
+        side and the policy lets it join (each legal one declined is noted)."""
+        other = self.groups[i]
+        for j, grp in enumerate(self.groups):
+            if j == i or not first <= step_of[j] <= last or self.legal.horizontal_problem(grp, other) is not None:
+                continue
+            lanes = sorted(grp.lanes + other.lanes, key=min)
+            refused = self._declined_by_policy(MergeKind.HORIZONTAL, lanes, other.members, False)
+            if refused is None:
+                return j
+            self._note(*sorted((grp, other), key=lambda g: min(g.members)), refused)  # one note either way round
+        return None
+
     def _merge_within(self, step_of: list[int], window) -> None:
         """Merge each group into the first compatible group whose step lies in ``window(i)``."""
         i = 0
         while i < len(self.groups):
-            first, last = window(i)
-            host = next((j for j in range(len(self.groups)) if j != i and first <= step_of[j] <= last
-                         and self._horizontal_problem(self.groups[j], self.groups[i]) is None), None)
+            host = self._host_for(i, *window(i), step_of)
             if host is None:
                 i += 1
                 continue
@@ -634,6 +803,7 @@ class _RegionScheduler:
             del self.groups[i], step_of[i]
             i = 0 if host > i else i
 
+    # -------------------------------------------------------- reasons
     def unexplained_pairs(self, notes: list[Refusal]) -> list[Refusal]:
         """A reason for each two launches that follow one another in the region and
         ended in different groups with no note between their groups yet."""
@@ -647,22 +817,24 @@ class _RegionScheduler:
             if ga is gb or (id(ga), id(gb)) in explained:
                 continue
             explained.add((id(ga), id(gb)))
-            if self._edges_between(ga, gb):
-                reason = self._vertical_problem(ga, gb) or "a launch between them depends on one and feeds the other"
+            if self.legal.edges_between(ga, gb):
+                problem = self.legal.vertical_problem(ga, gb) or _DEPENDENCE_PATH
             elif self.arrangement == "vertical":
-                reason = "independent launches are not fused side by side in the vertical arrangement"
+                problem = Problem(RefusalKind.ARRANGEMENT,
+                                  "independent launches are not fused side by side in the vertical arrangement")
             else:
-                reason = self._horizontal_problem(ga, gb) or (
+                problem = self.legal.horizontal_problem(ga, gb) or Problem(
+                    RefusalKind.DIFFERENT_STEPS,
                     f"isl's global schedule puts them on different steps ({steps[id(ga)]} and {steps[id(gb)]})")
-            out.append(Refusal((a, b), reason))
+            out.append(Refusal.of((a, b), problem))
         return out
 
-    def _note(self, ga: _Group, gb: _Group, reason: str) -> None:
-        """Why two connected groups stay apart, once per pair of groups (named by their
-        first launches; the last reason seen wins)."""
+    def _note(self, ga: _Group, gb: _Group, problem: Problem) -> None:
+        """Why two groups stay apart, once per pair of groups (named by their first
+        launches; the last reason seen wins)."""
         key = (min(ga.members), min(gb.members))
         self.notes.pop(key, None)  # the latest reason goes last, as it was found last
-        self.notes[key] = Refusal(key, reason)
+        self.notes[key] = Refusal.of(key, problem)
 
     def ordered_groups(self) -> list[tuple[int, _Group]]:
         """The groups with their time steps, in the order of isl's global schedule
@@ -672,14 +844,17 @@ class _RegionScheduler:
         return [(steps[i], self.groups[i]) for i in order]
 
 
-def build_schedule(model: ProgramModel, uar: UAR, source: str, arrangement: str = "auto") -> Schedule:
-    """Group the launches of ``model`` (see the module docstring)."""
+def build_schedule(model: ProgramModel, uar: UAR, source: str, arrangement: str = "auto",
+                   policy: FusionPolicy | None = None) -> Schedule:
+    """Group the launches of ``model`` (see the module docstring); ``policy`` chooses among
+    the legal merges (greedy, every one, when None)."""
     if arrangement not in ARRANGEMENTS:
         raise ValueError(f"unknown arrangement {arrangement!r}; choose one of {', '.join(ARRANGEMENTS)}")
+    policy = Greedy() if policy is None else policy
     regions, refusals = find_regions(model, source)
     schedule = Schedule(regions=regions, refusals=list(refusals))
     for region in regions:
-        rs = _RegionScheduler(model, uar, region, arrangement)
+        rs = _RegionScheduler(model, uar, region, arrangement, policy)
         if arrangement in ("auto", "vertical"):
             rs.merge_vertical()
         if arrangement in ("auto", "horizontal"):
@@ -693,3 +868,12 @@ def build_schedule(model: ProgramModel, uar: UAR, source: str, arrangement: str 
                 if schedule.group_of(note.launches[0]) is not schedule.group_of(note.launches[1])]
         schedule.refusals += kept + rs.unexplained_pairs(kept)
     return schedule
+
+
+def wavefront_declined(model: ProgramModel, policy: FusionPolicy, group: FusionGroup) -> Refusal | None:
+    """None when ``policy`` takes the legal wavefront of ``group``; the refusal when it declines it."""
+    inst = {i.statement.index: i for i in model.launches}
+    merge = Merge.of(MergeKind.WAVEFRONT, [[inst[i] for i in lane.launches] for lane in group.lanes], [], True)
+    if accepts(policy, merge):
+        return None
+    return Refusal(tuple(group.launches), declined(policy, merge), RefusalKind.POLICY)

@@ -17,7 +17,7 @@ from sirius import __version__
 from sirius.errors import SiriusError
 
 # The subcommands, in the order ``--help`` lists them.
-COMMANDS = ("analyze", "optimize", "run", "verify", "check", "bench", "tune")
+COMMANDS = ("analyze", "optimize", "run", "verify", "check", "bench", "tune", "experiment")
 
 
 def build_parser() -> argparse.ArgumentParser:

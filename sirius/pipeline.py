@@ -25,7 +25,8 @@ from sirius.fusion.kernel_ir import KernelIR, lower
 from sirius.fusion.promises import BrokenPromise, keep_promises, split_group
 from sirius.fusion.read_once import read_shared_inputs_once
 from sirius.fusion.redundant_barriers import eliminate_redundant_barriers
-from sirius.fusion.schedule import Refusal, Schedule, build_schedule
+from sirius.fusion.policies import FusionPolicy, Greedy, policy_name
+from sirius.fusion.schedule import Refusal, Schedule, build_schedule, wavefront_declined
 from sirius.fusion.shared_overlay import overlay_shared_memory
 from sirius.fusion.wavefront import Wavefront, plan_wavefront
 
@@ -65,6 +66,7 @@ class OptimizeState:
     arrangement: str = "auto"
     passes: tuple[str, ...] = tuple(p.name for p in KERNEL_PASSES)  # kernel passes switched on
     cooperative: bool = False  # a region's groups as phases of one cooperative launch (fusion.cooperative)
+    policy: FusionPolicy = field(default_factory=Greedy)  # chooses among the legal merges (fusion.policies)
     source: str = ""
     model: ProgramModel | None = None
     uar: UAR | None = None
@@ -95,7 +97,7 @@ def _uar(st: OptimizeState) -> None:
 
 
 def _schedule(st: OptimizeState) -> None:
-    st.schedule = build_schedule(st.model, st.uar, st.source, st.arrangement)
+    st.schedule = build_schedule(st.model, st.uar, st.source, st.arrangement, st.policy)
 
 
 def _wavefront(st: OptimizeState) -> None:
@@ -105,7 +107,11 @@ def _wavefront(st: OptimizeState) -> None:
             continue
         plan = plan_wavefront(st.model, st.uar, region, groups[0])
         if isinstance(plan, Wavefront):
-            st.schedule.wavefronts[groups[0].id] = plan
+            refused = wavefront_declined(st.model, st.policy, groups[0])
+            if refused is None:
+                st.schedule.wavefronts[groups[0].id] = plan
+            else:
+                st.schedule.refusals.append(refused)
         elif plan is not None:
             st.schedule.refusals.append(plan)
 
@@ -191,7 +197,8 @@ PIPELINE: tuple[Stage, ...] = (
     Stage("analyze", _analyze, "compile to IR, model kernels and host statements"),
     Stage("uar", _uar, "dependences between statement instances, with widths"),
     Stage("schedule", _schedule, "group launches: vertical (P1), isl time steps (P2), horizontal within a step "
-                                 "(P3), never across a global dependence"),
+                                 "(P3), never across a global dependence; the fusion policy (--policy) chooses "
+                                 "among the legal merges"),
     Stage("wavefront", _wavefront, "skew a fused loop nest so each anti-diagonal is one launch (isl AST)"),
     Stage("cooperative", _cooperative, "with --cooperative: a region's groups as phases of one cooperative launch, "
                                        "grid barriers between them"),
@@ -220,12 +227,14 @@ def run_pipeline(state: OptimizeState, print_after: str | None = None,
 
 
 def rearrange(state: OptimizeState, arrangement: str, passes: tuple[str, ...] | None = None,
-              cooperative: bool | None = None) -> OptimizeState:
-    """The same analysis scheduled with another arrangement (and other kernel passes, or
-    cooperative launches on or off, if given): reruns the stages from the schedule on."""
+              cooperative: bool | None = None, policy: FusionPolicy | None = None) -> OptimizeState:
+    """The same analysis scheduled with another arrangement (and other kernel passes,
+    cooperative launches on or off, or another fusion policy, if given): reruns the stages
+    from the schedule on."""
     other = OptimizeState(state.job, state.entry, arrangement, state.passes if passes is None else passes,
                           state.cooperative if cooperative is None else cooperative,
-                          state.source, state.model, state.uar)
+                          state.policy if policy is None else policy,
+                          source=state.source, model=state.model, uar=state.uar)
     _schedule(other)
     _wavefront(other)
     _cooperative(other)
@@ -286,6 +295,7 @@ def report(state: OptimizeState) -> dict[str, Any]:
     return {
         "program": str(state.job.path),
         "arrangement": state.arrangement,
+        "policy": policy_name(state.policy),
         "launches_before": launch_count(model),
         "launches_after": after,
         "launch_statements_before": len(insts),

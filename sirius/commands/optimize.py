@@ -19,6 +19,7 @@ from sirius.config import resolve_toolchain
 from sirius.errors import InputError
 from sirius.fusion.includes import relocate_includes
 from sirius.fusion.kernel_ir import format_kernel
+from sirius.fusion.policies import DEFAULT, SHIPPED, load_policy
 from sirius.fusion.schedule import ARRANGEMENTS
 from sirius.pipeline import OptimizeState, pass_names, rearrange, report, run_pipeline, stage_names
 
@@ -33,6 +34,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arrangement", choices=ARRANGEMENTS, default="auto",
                         help="vertical: same thread runs fragments in order; horizontal: fragments in "
                              "different blocks; auto: both where legal (default)")
+    parser.add_argument("--policy", metavar="NAME|module:Class", default=DEFAULT,
+                        help="which legal merges are made: " + ", ".join(
+                            f"{name} ({cls.summary})" for name, cls in SHIPPED.items())
+                        + f"; default {DEFAULT}; or a class of your own, module:Class (imported from the current "
+                          "folder or sys.path) or path/to/file.py:Class (see fusion/policies.py)")
     parser.add_argument("--cooperative", action="store_true",
                         help="also join the groups of a region, past global dependences, into one cooperative "
                              "launch with grid barriers between them (falls back to the original launches where "
@@ -88,7 +94,8 @@ def _dump(name: str, st: OptimizeState) -> None:
 
 
 def _render(rep: dict) -> str:
-    lines = [f"optimized {rep['program']} (arrangement {rep['arrangement']})",
+    policy = "" if rep.get("policy", DEFAULT) == DEFAULT else f", policy {rep['policy']}"
+    lines = [f"optimized {rep['program']} (arrangement {rep['arrangement']}{policy})",
              f"  launches per run: {rep['launches_before']} -> {rep['launches_after']}",
              f"  launch statements: {rep['launch_statements_before']} -> {rep['launch_statements_after']}",
              f"  distinct kernels: {rep['kernels_before']} -> {rep['kernels_after']}"]
@@ -170,8 +177,9 @@ def execute(args: argparse.Namespace) -> int:
     if output is not None and output.resolve() == program.resolve():
         raise InputError("error: the output file must differ from the input program")
     passes = selected_passes(args.passes, args.disable_pass)
+    policy = load_policy(args.policy)
     job = CompileJob(program, compile_flags_from_args(args), toolchain)
-    state = run_pipeline(OptimizeState(job, args.entry, args.arrangement, passes, args.cooperative),
+    state = run_pipeline(OptimizeState(job, args.entry, args.arrangement, passes, args.cooperative, policy),
                          args.print_after, _dump)
     rep = report(state)
     if output is None:  # -o -: the program on standard output, the summary on standard error
