@@ -335,20 +335,25 @@ def _entry_function(host, entry: str, demangle) -> str:
     return matches[0] if len(matches) == 1 else entry
 
 
-def launch_count(model: ProgramModel) -> int | None:
-    """Launches in one run of the program (host loop domains counted), if all are bounded."""
+def host_domain(stmt: HostStatement):
+    """The statement's instances in its host loop nest, as an isl set over its iterators
+    (None when it is in no loop or its domain is not affine)."""
     import islpy as isl
 
-    total = 0
-    for inst in model.launches:
-        stmt = inst.statement
-        if not stmt.loops:
-            total += 1
-            continue
-        if stmt.domain is None or not stmt.domain.is_affine():
-            return None
-        s = isl.Set(f"{{ [{', '.join(stmt.loops)}] : {stmt.domain.to_isl()} }}")
-        if not s.is_bounded():
-            return None
-        total += s.count_val().to_python()
-    return total
+    if not stmt.loops or stmt.domain is None or not stmt.domain.is_affine():
+        return None
+    return isl.Set(f"{{ [{', '.join(stmt.loops)}] : {stmt.domain.to_isl()} }}")
+
+
+def statement_runs(stmt: HostStatement) -> int | None:
+    """How often the statement runs in one run of the program (None: unbounded or unknown)."""
+    if not stmt.loops:
+        return 1
+    dom = host_domain(stmt)
+    return dom.count_val().to_python() if dom is not None and dom.is_bounded() else None
+
+
+def launch_count(model: ProgramModel) -> int | None:
+    """Launches in one run of the program (host loop domains counted), if all are bounded."""
+    runs = [statement_runs(inst.statement) for inst in model.launches]
+    return None if any(r is None for r in runs) else sum(runs)

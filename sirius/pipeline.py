@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from sirius.analysis.frontend import CompileJob
-from sirius.analysis.program_model import ProgramModel, analyze_program, launch_count
+from sirius.analysis.program_model import ProgramModel, analyze_program, launch_count, statement_runs
 from sirius.analysis.uar import UAR, build_uar
 from sirius.errors import SiriusError
 from sirius.fusion.barriers import place_barriers
@@ -266,19 +266,11 @@ def pairs_without_reason(state: OptimizeState) -> list[tuple[int, int]]:
 
 def report(state: OptimizeState) -> dict[str, Any]:
     """What the optimizer did, in the shape ``--report`` writes."""
-    import islpy as isl
-
     model, sched = state.model, state.schedule
     insts = {i.statement.index: i for i in model.launches}
 
     def per_run(idx: int) -> int | None:
-        s = insts[idx].statement
-        if not s.loops:
-            return 1
-        if s.domain is None or not s.domain.is_affine():
-            return None
-        dom = isl.Set(f"{{ [{', '.join(s.loops)}] : {s.domain.to_isl()} }}")
-        return dom.count_val().to_python() if dom.is_bounded() else None
+        return statement_runs(insts[idx].statement)
 
     grouped = {i for g in sched.groups for i in g.launches}
     # a cooperative region is one launch per run of its first group

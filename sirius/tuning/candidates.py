@@ -13,7 +13,7 @@ import hashlib
 from dataclasses import dataclass
 
 from sirius.fusion.schedule import ARRANGEMENTS
-from sirius.pipeline import OptimizeState, pass_names, rearrange
+from sirius.pipeline import OptimizeState, pass_names, rearrange, report
 from sirius.tuning.cost_model import (GpuSpec, H100, Prediction, optimized_launches, original_launches, predict,
                                       registers_of, statement_costs)
 
@@ -47,8 +47,6 @@ def generate_candidates(state: OptimizeState, gpu: GpuSpec = H100) -> list[Candi
     ``PASS_SETTINGS``, in that order, each with its predicted time. ``state`` has been
     through the whole pipeline (its own setting is among those generated again only if it
     differs)."""
-    from sirius.pipeline import report
-
     costs = statement_costs(state.model, registers_of(state))
     notes = tuple(costs.notes)
     original = predict(original_launches(state.model, costs), gpu, notes)

@@ -27,7 +27,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+import islpy as isl
+
 from sirius.analysis.kernel_model import BLOCK_SYMBOLS, THREAD_SYMBOLS
+from sirius.analysis.program_model import host_domain, statement_runs
 
 UNBOUNDED_TRIPS = 8  # trips assumed for a kernel loop the analysis cannot bound (a tree reduction's log2)
 
@@ -168,8 +171,6 @@ def predict(launches: list[tuple[LaunchShape, int]], gpu: GpuSpec = H100, notes:
 def _fix_host_iterators(text: str, host_point: dict[str, int]):
     """The map at one launch instance: host loop iterators (parameters of the map) fixed to
     one point of the statement's domain; other parameters stay free (counted over all values)."""
-    import islpy as isl
-
     m = isl.Map(text)
     space = m.get_space()
     for k in reversed(range(space.dim(isl.dim_type.param))):
@@ -191,7 +192,7 @@ def _box_elements(s) -> int | None:
     if s.is_empty():
         return 0
     total = 1
-    for k in range(s.dim(isl_dim_set())):
+    for k in range(s.dim(isl.dim_type.set)):
         lo, hi = s.dim_min_val(k), s.dim_max_val(k)
         if not (lo.is_int() and hi.is_int()):
             return None
@@ -199,16 +200,8 @@ def _box_elements(s) -> int | None:
     return total
 
 
-def isl_dim_set():
-    import islpy as isl
-
-    return isl.dim_type.set
-
-
 def _bounded(s, dims: int):
     """Unbounded loop dimensions cut at ``UNBOUNDED_TRIPS`` trips."""
-    import islpy as isl
-
     for k in range(dims):
         if s.is_bounded():
             break
@@ -222,12 +215,8 @@ def _bounded(s, dims: int):
 
 def _host_point(stmt) -> dict[str, int]:
     """The first instance of a statement in a host loop nest (iterator -> value)."""
-    import islpy as isl
-
-    if not stmt.loops or stmt.domain is None or not stmt.domain.is_affine():
-        return {}
-    dom = isl.Set(f"{{ [{', '.join(stmt.loops)}] : {stmt.domain.to_isl()} }}")
-    if dom.is_empty():
+    dom = host_domain(stmt)
+    if dom is None or dom.is_empty():
         return {}
     point = dom.lexmin().sample_point()
     return {name: point.get_coordinate_val(isl.dim_type.set, k).to_python() for k, name in enumerate(stmt.loops)}
@@ -249,21 +238,16 @@ def statement_costs(model, registers: dict[str, int] | None = None) -> Statement
     """Runs per program run and the shape of one launch, for every launch statement of
     ``model`` (``registers``: per thread, by the kernel's mangled name). A statement whose
     grid or block the analysis cannot evaluate gets one block of 256 threads, with a note."""
-    import islpy as isl
-
     costs = StatementCosts()
     thread_dims = set(BLOCK_SYMBOLS + THREAD_SYMBOLS)
+    sizes = _allocation_sizes(model)
     for inst in model.launches:
         stmt = inst.statement
         idx = stmt.index
-        runs = 1
-        if stmt.loops:
-            dom = (isl.Set(f"{{ [{', '.join(stmt.loops)}] : {stmt.domain.to_isl()} }}")
-                   if stmt.domain is not None and stmt.domain.is_affine() else None)
-            runs = _count(dom) if dom is not None else None
-            if runs is None:
-                runs = 1
-                costs.notes.append(f"launch at line {stmt.line}: its host loop trip count is unknown; counted once")
+        runs = statement_runs(stmt)
+        if runs is None:
+            runs = 1
+            costs.notes.append(f"launch at line {stmt.line}: its host loop trip count is unknown; counted once")
         blocks, threads = _product(stmt.grid), _product(stmt.block)
         if blocks is None or threads is None:
             costs.notes.append(f"launch at line {stmt.line}: grid or block not constant; one block of 256 assumed")
@@ -296,7 +280,6 @@ def statement_costs(model, registers: dict[str, int] | None = None) -> Statement
             else:  # any element: what the threads can reach at most, one access each
                 fallback_bytes += per_thread * blocks * threads * unit
         global_bytes = fallback_bytes
-        sizes = _allocation_sizes(model)
         for buffer, rng in footprints.items():
             caps = [accesses[buffer]] + ([sizes[buffer] / unit_of[buffer]] if sizes.get(buffer) else [])
             elements = _box_elements(rng)
@@ -405,8 +388,6 @@ def compulsory_bytes(model) -> int | None:
     touches, once (inputs read, outputs written, intermediates written once). None when an
     access the analysis cannot place (a data-dependent index) reaches a buffer whose size
     is not known."""
-    import islpy as isl
-
     footprints: dict[str, object] = {}
     units: dict[str, int] = {}
     whole: set[str] = set()
@@ -453,9 +434,7 @@ def _allocation_sizes(model) -> dict[str, int | None]:
 
 def _host_domain_params(stmt):
     """The statement's host loop domain as a parameter set (the maps' host iterators are parameters)."""
-    import islpy as isl
-
-    if not stmt.loops or stmt.domain is None or not stmt.domain.is_affine():
+    if host_domain(stmt) is None:
         return None
     return isl.Set(f"[{', '.join(stmt.loops)}] -> {{ : {stmt.domain.to_isl()} }}")
 
