@@ -18,9 +18,12 @@ scheduled order.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
+from sirius.analysis.symbolic import Expr
+from sirius.fusion.cell_waves import CellWaves
 from sirius.fusion import kernel_ir as ir
 from sirius.fusion.kernel_ir import KernelIR
 from sirius.fusion.promises import strip_restrict
@@ -248,6 +251,25 @@ def _cooperative_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
             f"{_signature(plan.name, params, plan.threads)} {{\n" + "\n".join(body) + "\n}\n")
 
 
+def _cooperative_grid(name: str, threads: int, dynamic: int, blocks: int) -> str:
+    """Host code setting ``sirius_coop`` (the device launches cooperative kernels) and
+    ``sirius_grid``: as many blocks of ``name`` as are resident at once, at most ``blocks``."""
+    return ("int sirius_dev = 0, sirius_coop = 0, sirius_sms = 0, sirius_per_sm = 0; "
+            "cudaGetDevice(&sirius_dev); "
+            "cudaDeviceGetAttribute(&sirius_coop, cudaDevAttrCooperativeLaunch, sirius_dev); "
+            "cudaDeviceGetAttribute(&sirius_sms, cudaDevAttrMultiProcessorCount, sirius_dev); "
+            f"cudaOccupancyMaxActiveBlocksPerMultiprocessor(&sirius_per_sm, {name}, {threads}, {dynamic}); "
+            "unsigned sirius_grid = (unsigned)(sirius_per_sm * sirius_sms); "
+            f"if (sirius_grid > {blocks}u) sirius_grid = {blocks}u; "
+            # a build may bound what runs at once (the CPU backend runs each block on a thread of its own)
+            "\n#ifdef SIRIUS_COOPERATIVE_MAX_BLOCKS\n"
+            "if (sirius_grid > (unsigned)SIRIUS_COOPERATIVE_MAX_BLOCKS) sirius_grid = (unsigned)SIRIUS_COOPERATIVE_MAX_BLOCKS;"
+            "\n#endif\n#ifdef SIRIUS_COOPERATIVE_MAX_THREADS\n"
+            f"if (sirius_grid > (unsigned)SIRIUS_COOPERATIVE_MAX_THREADS / {threads}u) "
+            f"sirius_grid = (unsigned)SIRIUS_COOPERATIVE_MAX_THREADS / {threads}u;"
+            "\n#endif\n")
+
+
 def _cooperative_launch(plan, phases: list[KernelIR]) -> str:
     """Host code launching a cooperative kernel over as many blocks as are resident at once
     (and no more than its largest phase has); false in ``sirius_coop_done`` when the device
@@ -259,25 +281,147 @@ def _cooperative_launch(plan, phases: list[KernelIR]) -> str:
                     for n, (p, _) in enumerate(passed))
     args = ", ".join(f"(void*)&sirius_c{n}" for n in range(len(passed))) or "nullptr"
     name = plan.name
-    return ("bool sirius_coop_done = false; { "
-            "int sirius_dev = 0, sirius_coop = 0, sirius_sms = 0, sirius_per_sm = 0; "
-            "cudaGetDevice(&sirius_dev); "
-            "cudaDeviceGetAttribute(&sirius_coop, cudaDevAttrCooperativeLaunch, sirius_dev); "
-            "cudaDeviceGetAttribute(&sirius_sms, cudaDevAttrMultiProcessorCount, sirius_dev); "
-            f"cudaOccupancyMaxActiveBlocksPerMultiprocessor(&sirius_per_sm, {name}, {plan.threads}, {dynamic}); "
-            "unsigned sirius_grid = (unsigned)(sirius_per_sm * sirius_sms); "
-            f"if (sirius_grid > {blocks}u) sirius_grid = {blocks}u; "
-            # a build may bound what runs at once (the CPU backend runs each block on a thread of its own)
-            "\n#ifdef SIRIUS_COOPERATIVE_MAX_BLOCKS\n"
-            "if (sirius_grid > (unsigned)SIRIUS_COOPERATIVE_MAX_BLOCKS) sirius_grid = (unsigned)SIRIUS_COOPERATIVE_MAX_BLOCKS;"
-            "\n#endif\n#ifdef SIRIUS_COOPERATIVE_MAX_THREADS\n"
-            f"if (sirius_grid > (unsigned)SIRIUS_COOPERATIVE_MAX_THREADS / {plan.threads}u) "
-            f"sirius_grid = (unsigned)SIRIUS_COOPERATIVE_MAX_THREADS / {plan.threads}u;"
-            "\n#endif\n"
+    return ("bool sirius_coop_done = false; { " + _cooperative_grid(name, plan.threads, dynamic, blocks) +
             f"{typed}void* sirius_args[] = {{{args}}}; "
             f"if (sirius_coop && sirius_grid > 0) {{ sirius_coop_done = cudaLaunchCooperativeKernel({name}, "
             f"dim3(sirius_grid), dim3({plan.threads}), sirius_args, {dynamic}, 0) == cudaSuccess; "
             "if (!sirius_coop_done) (void)cudaGetLastError(); /* ours: the original launches run instead */ } }")
+
+
+# ------------------------------------------------------------------ waves of cells
+
+def _base(buffer: str) -> str:
+    return "sirius_base_" + re.sub(r"\W", "_", buffer)
+
+
+def _in_cell(e: Expr, rep) -> str:
+    """An offset or scalar of the pattern as the cell kernel computes it."""
+    return f"({e.subs({rep.iterator: Expr.sym('sirius_step')}).to_c()})"
+
+
+def _pattern_value(arg, ptype: str, rep) -> str:
+    """What the cell kernel passes for one argument of the pattern (analysis.repetition)."""
+    if arg.kind == "scalar":
+        return _in_cell(arg.value, rep) if arg.value is not None else arg.text
+    if arg.kind == "private":
+        return f"({ptype})(sirius_scratch + sirius_layer * {rep.cell_bytes} + {arg.slot})"
+    general = f"{_base(arg.buffer)} + {_in_cell(arg.offset, rep)}"
+    if arg.kind == "peeled":
+        first = f"{_base(arg.first.buffer)} + {_in_cell(arg.first.offset, rep)}"
+        return f"({ptype})(sirius_layer == 0 ? {first} : {general})"
+    return f"({ptype})({general})"
+
+
+def _cell_wave_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
+    """The kernel running every cell of wave ``sirius_w`` (layers ``sirius_lo`` to
+    ``sirius_hi``): the phases of a cell in order, a grid barrier between them, each phase
+    a loop over (cell, block of the phase) virtual blocks; after the last wave, the last
+    cell's private values copied to where the original program left them."""
+    rep = plan.repetition
+    body = [line for k in phases for line in _locals(k, f"sirius_pool_{k.group.id}")]
+    body.append("  const unsigned sirius_cells = (unsigned)(sirius_hi - sirius_lo + 1);")
+    for n, k in enumerate(phases):
+        if n:
+            body.append("  cooperative_groups::this_grid().sync();  // the next phase reads what this one wrote")
+        blocks = sum(lane.blocks for lane in k.lanes)
+        members = ", ".join(insts[f.launch].kernel.name for lane in k.lanes for f in lane.fragments)
+        body.append(f"  // phase {n}: {members} ({blocks} blocks per cell)")
+        body.append(f"  for (unsigned sirius_vb = blockIdx.x; sirius_vb < sirius_cells * {blocks}u; "
+                    "sirius_vb += gridDim.x) {")
+        body.append(f"    const int sirius_layer = sirius_lo + (int)(sirius_vb / {blocks}u);")
+        body.append("    const int sirius_step = sirius_w - sirius_layer;")
+        body.append("    (void)sirius_step;")
+        for f in (f for lane in k.lanes for f in lane.fragments):
+            position = rep.cell_of(f.launch)[1]
+            for p, arg in zip(k.params_of(f.launch), rep.arguments[position]):
+                ptype = strip_restrict(p.ctype)  # the cells of a wave share the program's memory: no promises
+                body.append(f"    {ptype} {p.name} = {_pattern_value(arg, ptype, rep)};")
+        lanes = _dispatch(k, insts, decls, f"sirius_vb % {blocks}u", plan.threads, "    ")
+        body += [line.replace("sirius_pool +", f"sirius_pool_{k.group.id} +") for line in lanes]
+        body.append("    __syncthreads();  // the next virtual block reuses this block's shared memory")
+        body.append("  }")
+    if rep.copy_back:
+        body.append(f"  if (sirius_w == {plan.waves - 1}) {{  // the last cell's temporaries, where the original "
+                    "left them")
+        body.append("    cooperative_groups::this_grid().sync();")
+        body.append("    const unsigned sirius_t = blockIdx.x * blockDim.x + threadIdx.x;")
+        body.append(f"    const char* const sirius_last = sirius_scratch + {(rep.copies - 1) * rep.cell_bytes};")
+        for piece in rep.copy_back:
+            body.append(f"    for (unsigned sirius_i = sirius_t; sirius_i < {piece.bytes}u; sirius_i += gridDim.x * "
+                        f"blockDim.x) {_base(piece.buffer)}[{piece.offset} + sirius_i] = sirius_last[{piece.slot} + "
+                        "sirius_i];")
+        body.append("  }")
+    params = ["const int sirius_w", "const int sirius_lo", "const int sirius_hi"] + \
+        [f"char* const {_base(a)}" for a in plan.allocations]
+    scratch = ""
+    if rep.cell_bytes:
+        scratch = (f"// the private temporaries of each layer's cell ({rep.cell_bytes} bytes each)\n"
+                   f"static __device__ __align__(256) char {plan.name}_scratch[{rep.cell_bytes * rep.copies}];\n")
+        body.insert(0, f"  char* const sirius_scratch = {plan.name}_scratch;")
+    return (f"{scratch}// waves of cells: cell (step, layer) runs copy 'layer' of the loop body's {rep.period} launches "
+            f"at 'step'; one launch runs the cells with step + layer = sirius_w, {len(phases)} phases\n"
+            f"{_signature(plan.name, params, plan.threads)} {{\n" + "\n".join(body) + "\n}\n")
+
+
+def _cell_checks(plan, insts, source: bytes) -> tuple[str, list[str]]:
+    """The loop run once without launching: each launch's shape and arguments compared with
+    what the pattern gives its cell, the allocations' base pointers taken from them; sets
+    ``sirius_cells_ok``. Also the conditions, as text for the report."""
+    rep = plan.repetition
+    loop = rep.loop.range
+    edits, described = [], []
+    source_step = {rep.iterator: Expr.sym(rep.loop.iterator)}
+    for idx in (i for row in rep.statements for i in row):
+        inst = insts[idx]
+        conds = _shape_conditions(inst)
+        for j, (_, arg) in enumerate(inst.bindings[:len(inst.site.args)]):
+            if arg.kind == "buffer":
+                at = f"((const char*)(sirius_a{idx}_{j}) - ({arg.offset.subs(source_step).to_c()}))"
+                conds.append(f"(({_base(arg.buffer)} ? 0 : ({_base(arg.buffer)} = (char*){at}, 0)), "
+                             f"{_base(arg.buffer)} == {at})")
+            elif arg.value is not None:
+                conds.append(f"(long long)(sirius_a{idx}_{j}) == (long long)({arg.value.subs(source_step).to_c()})")
+        described += conds
+        check = (f"{{ {_temporaries(inst, True)}; sirius_cells_ok = sirius_cells_ok && "
+                 f"{' && '.join(conds) or 'true'}; ++sirius_checked; }}")
+        edits.append((inst.site.range.start_offset - loop.start_offset,
+                      inst.site.range.end_offset - loop.start_offset, check))
+    nest = source[loop.start_offset:loop.end_offset]
+    for start, end, text in sorted(edits, reverse=True):
+        nest = nest[:start] + text.encode() + nest[end:]
+    expected = rep.steps * rep.copies * rep.period
+    bases = "".join(f"char* {_base(a)} = nullptr; " for a in plan.allocations)
+    guard = (f"{bases}bool sirius_cells_ok = true; long long sirius_checked = 0;\n"
+             "  /* sirius: the loop once without launching, to check the values the waves assume */\n"
+             f"  {nest.decode()}\n"
+             f"  sirius_cells_ok = sirius_cells_ok && sirius_checked == {expected}LL;\n")
+    return guard, described
+
+
+def _cell_wave_host(plan, phases: list[KernelIR], insts, source: bytes) -> str:
+    """The host code replacing the loop: the wave loop, one cooperative launch per wave,
+    where the loop's values are those the waves assume and the device launches cooperative
+    kernels; else the loop as written."""
+    rep = plan.repetition
+    blocks = max(sum(lane.blocks for lane in k.lanes) for k in phases) * min(rep.steps, rep.copies)
+    dynamic = max(k.dynamic_shared for k in phases)
+    guard, _ = _cell_checks(plan, insts, source)
+    loop = rep.loop.range
+    original = source[loop.start_offset:loop.end_offset].decode()
+    args = ", ".join(["(void*)&sirius_w", "(void*)&sirius_lo", "(void*)&sirius_hi"] +
+                     [f"(void*)&{_base(a)}" for a in plan.allocations])
+    return (f"{{ /* sirius: waves of cells: the loop body is {rep.copies} copies (layers) of {rep.period} launches; "
+            "every cell (step, layer) on one anti-diagonal runs in one cooperative launch */\n  " + guard +
+            "  " + _cooperative_grid(plan.name, plan.threads, dynamic, blocks) +
+            "  if (sirius_cells_ok && sirius_coop && sirius_grid > 0) {\n"
+            f"  {plan.wave_for} {{\n"
+            f"    int sirius_lo = {plan.lo};\n"
+            f"    int sirius_hi = {plan.hi};\n"
+            f"    void* sirius_args[] = {{{args}}};\n"
+            f"    cudaLaunchCooperativeKernel({plan.name}, dim3(sirius_grid), dim3({plan.threads}), sirius_args, "
+            f"{dynamic}, 0);\n  }}\n"
+            "  } else { /* sirius: not the values optimized for, or no cooperative launches: the loop as written */\n"
+            f"  {original}\n  }}\n}}")
 
 
 def _passed(k: KernelIR) -> list[str]:
@@ -474,8 +618,11 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
     kernels_text: list[str] = []
     done: set[str] = set()
     # kernels a cooperative kernel runs in fewer threads than its block: their barriers count theirs
-    narrow = {insts[f.launch].kernel.mangled for k in kernels if k.group.region in schedule.cooperative
-              for lane in k.lanes if lane.threads < schedule.cooperative[k.group.region].threads
+    block_of = {k.group.id: schedule.cooperative[k.group.region].threads for k in kernels
+                if k.group.region in schedule.cooperative}
+    block_of.update({k.group.id: k.wave.threads for k in kernels if isinstance(k.wave, CellWaves)})
+    narrow = {insts[f.launch].kernel.mangled for k in kernels if k.group.id in block_of
+              for lane in k.lanes if lane.threads < block_of[k.group.id]
               for f in lane.fragments if insts[f.launch].kernel.barriers}
     for k in kernels:
         for f in (f for lane in k.lanes for f in lane.fragments):
@@ -490,7 +637,17 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
                  for region, plan in schedule.cooperative.items()}
     for region, plan in schedule.cooperative.items():
         kernels_text.append(_cooperative_kernel(plan, phases_of[region], insts, decls))
+    for plan in schedule.cell_waves.values():
+        phases = [k for k in kernels if k.group.id in plan.phases]
+        kernels_text.append(_cell_wave_kernel(plan, phases, insts, decls))
+        _, described = _cell_checks(plan, insts, source.encode())
+        for k in phases:
+            fused[k.group.id] = dataclasses.replace(k, assumptions=tuple(described))
+        loop = plan.repetition.loop.range
+        edits.append((loop.start_offset, loop.end_offset, _cell_wave_host(plan, phases, insts, source.encode())))
     for k in kernels:
+        if isinstance(k.wave, CellWaves):
+            continue
         if k.group.region in schedule.cooperative:
             fused[k.group.id] = dataclasses.replace(k, name=schedule.cooperative[k.group.region].name)
             continue
@@ -552,7 +709,7 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
     helpers = ("#ifndef sirius_floord\n#define sirius_floord(n, d) (((n) < 0) ? -((-(n) + (d) - 1) / (d)) : (n) / (d))\n"
                "#define sirius_min(a, b) ((a) < (b) ? (a) : (b))\n#define sirius_max(a, b) ((a) > (b) ? (a) : (b))\n"
                "#endif\n")
-    if schedule.cooperative:  # first, before the program's own macros can rename what the header declares
+    if schedule.cooperative or schedule.cell_waves:  # first, before the program's own macros can rename it
         edits.append((0, 0, "#include <cooperative_groups.h>  // sirius: cooperative launches below\n"))
     if narrow:
         helpers += BLOCK_SYNC_HELPER

@@ -66,7 +66,7 @@ def _product(d) -> int:
     return d[0] * d[1] * d[2]
 
 
-def _region_problem(model: ProgramModel, schedule: Schedule, groups: list[FusionGroup]) -> str | None:
+def phases_problem(model: ProgramModel, schedule: Schedule, groups: list[FusionGroup]) -> str | None:
     """Why this region's groups cannot be phases of one cooperative kernel (None: they can)."""
     insts = {i.statement.index: i for i in model.launches}
     if any(g.id in schedule.wavefronts for g in groups):
@@ -153,9 +153,9 @@ def plan_cooperative(model: ProgramModel, schedule: Schedule) -> tuple[list[Coop
     plans, refusals = [], []
     for region in schedule.regions:
         groups = [g for g in schedule.groups if g.region == region.id]
-        if len(groups) < 2:
+        if len(groups) < 2 or region.id in schedule.cell_waves:
             continue
-        problem = _region_problem(model, schedule, groups)
+        problem = phases_problem(model, schedule, groups)
         if problem is not None:
             refusals.append(Refusal((region.launches[0], region.launches[-1]), f"not one cooperative launch: {problem}"))
             continue

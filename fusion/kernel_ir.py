@@ -144,7 +144,7 @@ class KernelIR:
     dynamic_shared: int = 0
     grid_text: str = ""  # launch configuration as the host writes it
     block_text: str = ""
-    wave: object | None = None  # fusion.wavefront.Wavefront for a wave kernel
+    wave: object | None = None  # a wave kernel's Wavefront, or a phase's fusion.cell_waves.CellWaves
     assumptions: tuple[str, ...] = ()  # run-time conditions guarding the fused launches (C)
     constant_shapes: bool = False  # fragments see their launch shape as constants, not blockDim/gridDim
     pool: int = 0  # bytes of the shared pool pooled fragments share (0: none)
@@ -245,13 +245,14 @@ def lower_group(model: ProgramModel, schedule: Schedule, group: FusionGroup) -> 
                      for pos, idx in enumerate(lane.launches))
         lanes.append(Lane(start, first.grid.constant(), first.block.constant(), body))
         start += lanes[-1].blocks
-    wave = schedule.wavefronts.get(group.id)
+    wave = schedule.wavefronts.get(group.id) or next(
+        (plan for plan in schedule.cell_waves.values() if group.id in plan.phases), None)
     first = insts[group.launches[0]].statement
     threads = max(lane.threads for lane in lanes)
     kernels = [insts[i].kernel for i in group.launches]
     dynamic = max(insts[i].statement.shmem.constant_value() for i in group.launches)
     if wave is not None:
-        name, grid, block = f"sirius_wave_{group.id}", "", ""
+        name, grid, block = f"sirius_wave_{group.id}" if group.id in schedule.wavefronts else wave.name, "", ""
     elif len(lanes) == 1:
         name, grid, block = f"sirius_fused_{group.id}", f"sirius_g{first.index}", f"sirius_b{first.index}"
     else:
@@ -264,7 +265,8 @@ def lower(model: ProgramModel, schedule: Schedule) -> list[KernelIR]:
     """One fused kernel per group of more than one launch, and per group of a region run as
     one cooperative launch (each such group is a phase of it), in the schedule's order."""
     return [lower_group(model, schedule, g) for g in schedule.groups
-            if len(g.launches) > 1 or g.region in schedule.cooperative]
+            if len(g.launches) > 1 or g.region in schedule.cooperative
+            or any(g.id in plan.phases for plan in schedule.cell_waves.values())]
 
 
 # ------------------------------------------------------------------ printing the IR

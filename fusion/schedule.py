@@ -172,6 +172,7 @@ class Schedule:
     refusals: list[Refusal] = field(default_factory=list)
     wavefronts: dict = field(default_factory=dict)  # group id -> fusion.wavefront.Wavefront
     cooperative: dict = field(default_factory=dict)  # region id -> fusion.cooperative.CooperativeRegion
+    cell_waves: dict = field(default_factory=dict)  # region id -> fusion.cell_waves.CellWaves
 
     def group_of(self, launch: int) -> FusionGroup | None:
         return next((g for g in self.groups if launch in g.launches), None)

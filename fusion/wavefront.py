@@ -59,7 +59,7 @@ def _rect(domain_text: str, names: list[str]) -> tuple[int, int] | None:
     return (extents[0], extents[1]) if s.is_equal(box) else None
 
 
-def _permutable_band(domain: isl.UnionSet, carried: list[isl.Map]) -> bool:
+def permutable_band(domain: isl.UnionSet, carried: list[isl.Map]) -> bool:
     """Whether isl's scheduler, given the carried dependences between instances of
     ``domain`` (one statement ``S``) as validity and proximity constraints, returns
     one permutable band over both loops (the precondition for skewing them into waves)."""
@@ -71,6 +71,24 @@ def _permutable_band(domain: isl.UnionSet, carried: list[isl.Map]) -> bool:
     band = tree.get_root().child(0)
     return (band.get_type() == isl.schedule_node_type.band and band.band_n_member() == 2
             and band.band_get_permutable())
+
+
+def wave_loop(outer: str, inner: str, domain: str) -> tuple[str, str, str]:
+    """The loop over anti-diagonals of the nest ``{ [outer, inner] : domain }``, from isl's
+    AST generator over the skewed schedule ``[outer, inner] -> [outer + inner, inner]``:
+    the C header of the wave loop (iterator ``sirius_w``) and C expressions of the first
+    and last ``inner`` index of wave ``sirius_w``."""
+    dom = isl.UnionSet(f"{{ S[{outer}, {inner}] : {domain} }}")
+    sched = isl.UnionMap(f"{{ S[{outer}, {inner}] -> [{outer} + {inner}, {inner}] }}").intersect_domain(dom)
+    node = isl.AstBuild.from_context(isl.Set("{ : }")).node_from_schedule_map(sched)
+    body = node.for_get_body()
+    fix = lambda t: t.replace("min(", "sirius_min(").replace("max(", "sirius_max(")
+    it = node.for_get_iterator().to_C_str()
+    wave_for = (f"for (int sirius_w = {node.for_get_init().to_C_str()}; "
+                f"{node.for_get_cond().to_C_str().replace(it, 'sirius_w')}; sirius_w += 1)")
+    lo = fix(body.for_get_init().to_C_str().replace(it, "sirius_w"))
+    hi = fix(body.for_get_cond().op_get_arg(1).to_C_str().replace(it, "sirius_w"))
+    return wave_for, lo, hi
 
 
 def plan_wavefront(model: ProgramModel, uar: UAR, region: Region, group: FusionGroup) -> Wavefront | Refusal | None:
@@ -135,22 +153,13 @@ def plan_wavefront(model: ProgramModel, uar: UAR, region: Region, group: FusionG
                 return why(f"dependence on {d.buffer} depends on a runtime value")
             carried.append((d.buffer, rel))
     dom = isl.UnionSet(f"{{ S[{o}, {i}] : {stmt.domain.to_isl()} }}")
-    if not _permutable_band(dom, [rel for _, rel in carried]):
+    if not permutable_band(dom, [rel for _, rel in carried]):
         return why("isl's scheduler finds no permutable band over the two loops")
     # legality of the skew: every carried dependence goes to a strictly later wave
     later_wave = isl.Map("{ [a0, a1] -> [b0, b1] : b0 + b1 > a0 + a1 }")
     for buffer, rel in carried:
         if not rel.is_subset(later_wave):
             return why(f"dependence on {buffer} is not carried to a later anti-diagonal")
-    # the wave loop, from isl's AST generator over the skewed schedule
-    sched = isl.UnionMap(f"{{ S[{o}, {i}] -> [{o} + {i}, {i}] }}").intersect_domain(dom)
-    node = isl.AstBuild.from_context(isl.Set("{ : }")).node_from_schedule_map(sched)
-    inner = node.for_get_body()
-    fix = lambda t: t.replace("min(", "sirius_min(").replace("max(", "sirius_max(")
-    it = node.for_get_iterator().to_C_str()
-    wave_for = (f"for (int sirius_w = {node.for_get_init().to_C_str()}; "
-                f"{node.for_get_cond().to_C_str().replace(it, 'sirius_w')}; sirius_w += 1)")
-    lo = fix(inner.for_get_init().to_C_str().replace(it, "sirius_w"))
-    hi = fix(inner.for_get_cond().op_get_arg(1).to_C_str().replace(it, "sirius_w"))
+    wave_for, lo, hi = wave_loop(o, i, stmt.domain.to_isl())
     return Wavefront(group.id, o, i, outer_loop, wave_for, lo, hi, rect[0] + rect[1] - 1,
                      tuple(sorted(allocations)), rect, (outer_loop.iterator, inner_loop.iterator))

@@ -18,6 +18,8 @@ from sirius.errors import SiriusError
 from sirius.fusion.barriers import place_barriers
 from sirius.fusion.check import CheckResult, check_program
 from sirius.fusion.code_motion import interleave_fragments
+from sirius.analysis.repetition import NotALoop, find_repetition
+from sirius.fusion.cell_waves import install_cell_waves, plan_cell_waves, uninstall_cell_waves
 from sirius.fusion.cooperative import plan_cooperative
 from sirius.fusion.codegen import generate
 from sirius.fusion.host_constants import propagate_host_constants
@@ -116,6 +118,24 @@ def _wavefront(st: OptimizeState) -> None:
             st.schedule.refusals.append(plan)
 
 
+def _cell_waves(st: OptimizeState) -> None:
+    if not st.cooperative:
+        return
+    found = find_repetition(st.model)
+    if isinstance(found, NotALoop):
+        st.schedule.refusals.append(Refusal((found.statements[0], found.statements[-1]),
+                                            f"no waves over (step, layer): the repeated launches are not one loop: "
+                                            f"{found.reason}"))
+        return
+    if found is None:
+        return
+    plan = plan_cell_waves(st.model, st.schedule, found)
+    if isinstance(plan, Refusal):
+        st.schedule.refusals.append(plan)
+        return
+    install_cell_waves(st.schedule, plan)
+
+
 def _cooperative(st: OptimizeState) -> None:
     if not st.cooperative:
         return
@@ -165,7 +185,7 @@ def _check(st: OptimizeState) -> None:
         if not st.check.violations:
             return
         st.check_findings += st.check.violations
-        if st.schedule.cooperative:  # cooperative launches are an option: the first thing to take back
+        if st.schedule.cooperative or st.schedule.cell_waves:  # an option: the first thing to take back
             _drop_cooperative(st, st.check.violations)
             _fuse(st)
             continue
@@ -183,6 +203,12 @@ def _check(st: OptimizeState) -> None:
 
 def _drop_cooperative(st: OptimizeState, violations) -> None:
     """Run the regions a violation names (all, when it names none) as separate launches again."""
+    for region, plan in list(st.schedule.cell_waves.items()):
+        uninstall_cell_waves(st.schedule, plan)
+        why = "; ".join(v.message for v in violations)
+        launches = [i for row in plan.repetition.statements for i in row]
+        st.schedule.refusals.append(Refusal((launches[0], launches[-1]),
+                                            f"no waves over (step, layer): the promise check found: {why}"))
     named = {v.group for v in violations if v.kernel.startswith("sirius_coop_")}
     for region in list(named or st.schedule.cooperative):
         plan = st.schedule.cooperative.pop(region, None)
@@ -200,6 +226,8 @@ PIPELINE: tuple[Stage, ...] = (
                                  "(P3), never across a global dependence; the fusion policy (--policy) chooses "
                                  "among the legal merges"),
     Stage("wavefront", _wavefront, "skew a fused loop nest so each anti-diagonal is one launch (isl AST)"),
+    Stage("cell-waves", _cell_waves, "with --cooperative: a loop body of copies of one launch pattern as a second "
+                                     "loop (layers), each anti-diagonal of (step, layer) cells one cooperative launch"),
     Stage("cooperative", _cooperative, "with --cooperative: a region's groups as phases of one cooperative launch, "
                                        "grid barriers between them"),
     Stage("lower", _lower, "one fused kernel per group: parameters, lanes, fragments, shared arrays (kernel IR)"),
@@ -237,6 +265,7 @@ def rearrange(state: OptimizeState, arrangement: str, passes: tuple[str, ...] | 
                           source=state.source, model=state.model, uar=state.uar)
     _schedule(other)
     _wavefront(other)
+    _cell_waves(other)
     _cooperative(other)
     _fuse(other)
     _check(other)
@@ -252,6 +281,8 @@ def pairs_without_reason(state: OptimizeState) -> list[tuple[int, int]]:
     side = {i: ("group", g.id) for g in sched.groups for i in g.launches}
     side.update({i: ("cooperative", g.region) for g in sched.groups if g.region in sched.cooperative
                  for i in g.launches})
+    side.update({i: ("cells", region) for region, plan in sched.cell_waves.items()
+                 for row in plan.repetition.statements for i in row})
     order = sorted(i.statement.index for i in state.model.launches)
     side.update({i: ("alone", i) for i in order if i not in side})
     linked = set()
@@ -273,12 +304,16 @@ def report(state: OptimizeState) -> dict[str, Any]:
         return statement_runs(insts[idx].statement)
 
     grouped = {i for g in sched.groups for i in g.launches}
-    # a cooperative region is one launch per run of its first group
+    grouped |= {i for plan in sched.cell_waves.values() for row in plan.repetition.statements for i in row}
+    # a cooperative region is one launch per run of its first group; waves of cells, one per wave
     phases_after_first = {p for plan in sched.cooperative.values() for p in plan.phases[1:]}
+    phases_after_first |= {p for plan in sched.cell_waves.values() for p in plan.phases}
     after_counts = [sched.wavefronts[g.id].waves if g.id in sched.wavefronts else per_run(g.launches[0])
                     for g in sched.groups if g.id not in phases_after_first]
+    after_counts += [plan.launches for plan in sched.cell_waves.values()]
     joined = [set(i for g in sched.groups if g.id in plan.phases for i in g.launches)
               for plan in sched.cooperative.values()]
+    joined += [{i for row in plan.repetition.statements for i in row} for plan in sched.cell_waves.values()]
     after_counts += [per_run(i) for i in insts if i not in grouped]
     after = None if any(c is None for c in after_counts) else sum(after_counts)
     kernels_after = {fk.name for fk in state.fused}
@@ -309,6 +344,14 @@ def report(state: OptimizeState) -> dict[str, Any]:
             "phases": [[{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].statement.line}
                         for i in g.launches] for g in sched.groups if g.id in plan.phases]}
             for plan in sched.cooperative.values()],
+        "cell_waves": [{
+            "kernel": plan.name, "threads": plan.threads, "steps": plan.repetition.steps,
+            "layers": plan.repetition.copies, "launches_per_layer": plan.repetition.period, "waves": plan.waves,
+            "grid_barriers_per_wave": len(plan.phases) - 1, "private": list(plan.repetition.private),
+            "scratch_bytes": plan.repetition.cell_bytes * plan.repetition.copies,
+            "phases": [[{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].statement.line}
+                        for i in g.launches] for g in sched.groups if g.id in plan.phases]}
+            for plan in sched.cell_waves.values()],
         # refusals between launches a cooperative launch joined after all are left out
         "refused": [{"launches": [{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].statement.line}
                                   for i in r.launches if i in insts], "reason": r.reason}

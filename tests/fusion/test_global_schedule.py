@@ -8,7 +8,7 @@ import networkx as nx
 import pytest
 
 from sirius.fusion.global_schedule import time_steps
-from sirius.fusion.wavefront import _permutable_band
+from sirius.fusion.wavefront import permutable_band
 
 
 def test_steps_follow_dependence_chains():
@@ -50,12 +50,12 @@ LOOPS = isl.UnionSet("{ S[s, c] : 0 <= s < 6 and 0 <= c < 4 }")
 def test_lstm_band_is_permutable():
     carried = _deps("{ [s, c] -> [s, c + 1] : 0 <= s < 6 and 0 <= c < 3 }",
                     "{ [s, c] -> [s + 1, c] : 0 <= s < 5 and 0 <= c < 4 }")
-    assert _permutable_band(LOOPS, carried)
+    assert permutable_band(LOOPS, carried)
 
 
-def test_all_to_all_step_dependence_has_no_permutable_band():
+def test_all_to_all_step_dependence_has_nopermutable_band():
     # every cell of step s+1 reads every cell of step s, and cells of a step are chained:
     # the inner member cannot be non-negative on every dependence
     carried = _deps("{ [s, c] -> [s + 1, c2] : 0 <= s < 5 and 0 <= c < 4 and 0 <= c2 < 4 }",
                     "{ [s, c] -> [s, c + 1] : 0 <= s < 6 and 0 <= c < 3 }")
-    assert not _permutable_band(LOOPS, carried)
+    assert not permutable_band(LOOPS, carried)

@@ -1,0 +1,438 @@
+"""Repeated launch patterns: a loop body of k copies of one launch sequence, as a loop.
+
+DNN compilers unroll stacked layers: TVM's LSTM has one host loop over time steps
+whose body is ten copies of the same eight launches, one copy per layer, with
+pointers that advance by a fixed stride per layer. ``find_repetition`` recognises
+such a body and describes it as what it is, a second loop: every launch of the body
+is the instance ``(step, layer)`` of one of the pattern's ``period`` statements, and
+each argument of the pattern's ``j``-th launch is a function of ``layer``:
+
+* ``affine``: one allocation, the byte offset affine in the layer (and the step), the
+  same formula for every copy (a scalar: equal, or affine, in every copy);
+* ``peeled``: the first copy reads a loop input (an allocation no launch of the loop
+  writes) where the other copies read the affine formula: the first layer's input;
+* ``private``: the copy's own temporary. TVM's memory plan reuses a few storages for
+  every layer, alternating them, so the copies do not differ by a stride there; but a
+  temporary a copy writes before it reads it, and whose values no other copy reads, can
+  be given a fresh place per layer, which *is* affine: a scratch area of ``cell_bytes``
+  per layer, each value the copy writes (a *slot*) at a fixed offset in it.
+
+What is proven for a private allocation A (else the body is not taken as a loop, with
+the reason): every access to A by a launch of the loop is exact (isl knows its bytes);
+in every copy, each argument that reads A reads only bytes the copy wrote before,
+through one argument of one earlier launch (its *slot*), with no later write of the copy
+in between, at a constant distance from that argument's pointer; no launch reads and
+writes A through overlapping bytes; every copy resolves the same reads to the same
+slots; each write covers an interval of bytes from its pointer. After the last cell, the
+bytes the last copy wrote last are copied from its scratch area to A (``copy_back``): A
+ends the loop holding what the original program left in it, as long as that copy
+writes every byte any copy writes (proven too).
+
+Not a loop, with a reason: a body whose launches do not repeat with the same kernels
+and launch shapes, a copy whose argument differs by another stride (or in another way
+than the above), a body that holds anything but launches and declarations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import islpy as isl
+
+from sirius.analysis.host_model import ArgValue, HostStatement
+from sirius.analysis.program_model import LaunchInstance, ProgramModel, host_domain
+from sirius.analysis.source_index import ForLoop
+from sirius.analysis.symbolic import Expr
+
+LAYER = "sirius_layer"  # the recognised loop's iterator, as Exprs and the generated code name it
+SLOT_ALIGNMENT = 256  # bytes: every slot starts as aligned as an allocation
+
+
+@dataclass(frozen=True)
+class PatternArgument:
+    """One argument of the pattern's j-th launch, as a function of the layer."""
+
+    kind: str  # "affine", "peeled", "private", "scalar"
+    buffer: str | None = None  # affine/peeled: the allocation the copies point into
+    offset: Expr | None = None  # bytes: in the step iterator and ``LAYER`` (affine, peeled)
+    first: ArgValue | None = None  # peeled: what the first copy passes
+    slot: int | None = None  # private: bytes from the layer's scratch area to the pointer
+    last: ArgValue | None = None  # private: what the last copy passes (the original pointer)
+    value: Expr | None = None  # scalar: in the step iterator and ``LAYER``
+    text: str = ""  # scalar without a value (a float constant): the same in every copy
+
+
+@dataclass(frozen=True)
+class CopyBack:
+    """Bytes of the last layer's scratch area that end where the original left them."""
+
+    buffer: str  # the private allocation
+    offset: int  # bytes into it
+    slot: int  # bytes into the layer's scratch area
+    bytes: int
+
+    def without(self, buffer: str, start: int, end: int) -> list["CopyBack"]:
+        """This piece minus the bytes [start, end) of ``buffer`` (a later value overwrites them)."""
+        if buffer != self.buffer or end <= self.offset or start >= self.offset + self.bytes:
+            return [self]
+        out = []
+        if start > self.offset:
+            out.append(CopyBack(self.buffer, self.offset, self.slot, start - self.offset))
+        if end < self.offset + self.bytes:
+            cut = end - self.offset
+            out.append(CopyBack(self.buffer, end, self.slot + cut, self.bytes - cut))
+        return out
+
+
+@dataclass(frozen=True)
+class Repetition:
+    """A loop body recognised as ``copies`` copies of a ``period``-launch pattern."""
+
+    loop: ForLoop  # the source loop whose body repeats
+    iterator: str  # the loop's iterator in the host model (``h0``)
+    steps: int  # trips of the loop, from 0
+    statements: tuple[tuple[int, ...], ...]  # [copy][position] -> statement index
+    arguments: tuple[tuple[PatternArgument, ...], ...]  # [position][argument]
+    private: tuple[str, ...] = ()  # allocations whose values stay within a copy
+    cell_bytes: int = 0  # one layer's scratch area
+    copy_back: tuple[CopyBack, ...] = ()  # after the last cell: the private allocations' final bytes
+
+    @property
+    def copies(self) -> int:
+        return len(self.statements)
+
+    @property
+    def period(self) -> int:
+        return len(self.statements[0])
+
+    def cell_of(self, statement: int) -> tuple[int, int] | None:
+        """(copy, position) of a statement of the body."""
+        for c, row in enumerate(self.statements):
+            if statement in row:
+                return c, row.index(statement)
+        return None
+
+
+@dataclass(frozen=True)
+class NotALoop:
+    """Why a loop body that repeats launches is not taken as a loop."""
+
+    loop_line: int | None
+    statements: tuple[int, ...]
+    reason: str
+
+
+# ------------------------------------------------------------------ byte footprints
+
+def byte_footprint(inst: LaunchInstance, param: str, kind: str, iterator: str) -> isl.Set | None:
+    """The bytes of its allocation that the launch's accesses of ``kind`` ("read" or
+    "write") through parameter ``param`` touch, as a set ``{ [step, byte] }`` (the other
+    parameters of the maps projected out); None when some such access is not exact."""
+    out = isl.Set("{ [s, b] : 1 = 0 }")
+    for m in inst.maps:
+        a = m.access
+        if a.buffer != param or a.space == "shared":
+            continue
+        if (kind == "read") != (a.kind == "load") and a.kind != "atomic":
+            continue
+        if not m.exact:
+            return None
+        unit = inst.kernel.buffer_unit(a.buffer)
+        elems = isl.Map(m.isl).range()
+        name = elems.get_tuple_name()
+        to_bytes = isl.Map(f"{{ {name}[e] -> [b] : {unit}e <= b < {unit}e + {a.size} }}")
+        got = elems.apply(to_bytes)
+        pos = got.find_dim_by_name(isl.dim_type.param, iterator)
+        if pos >= 0:
+            got = got.move_dims(isl.dim_type.set, 0, isl.dim_type.param, pos, 1)
+        else:
+            got = got.insert_dims(isl.dim_type.set, 0, 1)
+        got = got.project_out(isl.dim_type.param, 0, got.dim(isl.dim_type.param)).reset_tuple_id()
+        out = out.union(got)
+    return out
+
+
+def _shift(footprint: isl.Set, offset: Expr, iterator: str) -> isl.Set:
+    """``footprint`` ({ [step, byte] }) in bytes from a pointer ``offset`` bytes into the allocation."""
+    off = str(offset.subs({iterator: Expr.sym("s")}))
+    return footprint.apply(isl.Map(f"{{ [s, b] -> [s, r] : r = b - ({off}) }}"))
+
+
+# ------------------------------------------------------------------ recognition
+
+def _loop_statements(model: ProgramModel, iterator: str) -> list[HostStatement]:
+    return [s for s in model.host.statements if iterator in s.loops]
+
+
+def _same_shape(a: HostStatement, b: HostStatement) -> bool:
+    shape = lambda s: (s.grid.constant() if s.grid else None, s.block.constant() if s.block else None,
+                       s.shmem.constant_value() if s.shmem is not None else None, s.stream)
+    return a.kernel == b.kernel and shape(a) == shape(b) and shape(a)[0] is not None and shape(a)[1] is not None
+
+
+def _periods(launches: list[HostStatement]) -> list[int]:
+    """Periods m (k = n/m >= 2 copies) whose copies have the same kernels and launch shapes."""
+    n = len(launches)
+    return [m for m in range(1, n // 2 + 1) if n % m == 0
+            and all(_same_shape(launches[i], launches[i % m]) for i in range(m, n))]
+
+
+def _affine_in_layer(values: list[Expr], first: int) -> Expr | None:
+    """The formula ``values[first] + (LAYER - first) * stride`` when every value from
+    ``first`` on is one stride past the one before (None otherwise)."""
+    if len(values) - first < 1:
+        return None
+    stride = (values[first + 1] - values[first]) if len(values) - first > 1 else Expr.const(0)
+    if stride.constant_value() is None:
+        return None
+    if any((values[c] - values[c - 1] - stride).constant_value() != 0 for c in range(first + 1, len(values))):
+        return None
+    return values[first] + (Expr.sym(LAYER) - first) * stride.constant_value()
+
+
+class _Privatizer:
+    """The private-temporary proof of the module docstring, for one candidate pattern."""
+
+    def __init__(self, model: ProgramModel, insts: dict[int, LaunchInstance], table: list[list[int]],
+                 iterator: str, steps: int):
+        self.insts, self.table, self.iterator, self.steps = insts, table, iterator, steps
+        self.domain = isl.Set(f"{{ [s, b] : 0 <= s < {steps} }}")
+        self.extents: dict[tuple[int, int], int] = {}  # slot key -> bytes from the pointer
+
+    def footprint(self, idx: int, param: str, kind: str) -> isl.Set | None:
+        got = byte_footprint(self.insts[idx], param, kind, self.iterator)
+        return None if got is None else got.intersect(self.domain)
+
+    def plan(self, allocs: set[str]) -> tuple[dict, dict[str, str]]:
+        """For each (position, argument) pointing into one of ``allocs``: ("def", slot key, 0)
+        for a write, ("use", slot key, distance) for a read, where the slot key is the
+        (position, argument) of the write; the same in every copy, whichever allocation a
+        copy uses. Also, per allocation that cannot be private, why."""
+        refused: dict[str, str] = {}
+        while True:
+            per_copy = [self._copy_plan(row, allocs - set(refused), refused) for row in self.table]
+            if not any(p is None for p in per_copy):
+                break
+        if any(p != per_copy[0] for p in per_copy[1:]):
+            refused.update({a: "its copies use the temporaries in different ways" for a in allocs if a not in refused})
+            return {}, refused
+        return per_copy[0], refused
+
+    def _copy_plan(self, row: list[int], allocs: set[str], refused: dict[str, str]) -> dict | None:
+        """One copy's plan over ``allocs``; None after adding an allocation to ``refused``."""
+        written: list[tuple[str, tuple[int, int], isl.Set, Expr]] = []  # allocation, slot key, bytes, pointer
+        plan: dict[tuple[int, int], tuple[str, tuple[int, int], int]] = {}
+        for j, idx in enumerate(row):
+            inst = self.insts[idx]
+            here = f"{inst.kernel.name} (line {inst.statement.line})"
+            mine = [(p, name, arg) for p, (name, arg) in enumerate(inst.bindings)
+                    if arg.kind == "buffer" and arg.buffer in allocs]
+            touched = {}
+            for p, name, arg in mine:
+                r, w = self.footprint(idx, name, "read"), self.footprint(idx, name, "write")
+                problem = None
+                if r is None or w is None or arg.offset is None:
+                    problem = f"an access of {here} to it is not exact"
+                elif r.is_empty() and w.is_empty():
+                    problem = f"{here} passes it without using it"
+                elif not r.is_empty() and not w.is_empty():
+                    problem = f"{here} reads and writes it through one pointer"
+                if problem is not None:
+                    refused[arg.buffer] = problem
+                    return None
+                touched[p] = (r, w)
+            for p, name, arg in mine:
+                r, w = touched[p]
+                if any(q != p and b.buffer == arg.buffer and not w.intersect(touched[q][0]).is_empty()
+                       for q, _, b in mine):
+                    refused[arg.buffer] = f"{here} reads and writes the same bytes of it"
+                    return None
+                if r.is_empty():
+                    continue
+                source = next(((key, bytes_, off) for alloc, key, bytes_, off in reversed(written)
+                               if alloc == arg.buffer and not bytes_.intersect(r).is_empty()), None)
+                distance = None if source is None else (arg.offset - source[2]).constant_value()
+                if source is None or not r.is_subset(source[1]) or distance is None:
+                    refused[arg.buffer] = (f"{here} reads values of it its copy did not write before it "
+                                           "(through one pointer, at a constant distance)")
+                    return None
+                plan[(j, p)] = ("use", source[0], distance)
+            for p, name, arg in mine:
+                r, w = touched[p]
+                if w.is_empty():
+                    continue
+                rel = _shift(w, arg.offset, self.iterator).project_out(isl.dim_type.set, 0, 1)
+                lo = rel.lexmin().plain_get_val_if_fixed(isl.dim_type.set, 0).to_python()
+                hi = rel.lexmax().plain_get_val_if_fixed(isl.dim_type.set, 0).to_python()
+                if lo < 0 or not rel.is_equal(isl.Set(f"{{ [r] : {lo} <= r <= {hi} }}")):
+                    refused[arg.buffer] = f"{here} writes it before its pointer or with holes"
+                    return None
+                self.extents[(j, p)] = (min(self.extents.get((j, p), (lo, hi))[0], lo),
+                                        max(self.extents.get((j, p), (lo, hi))[1], hi))
+                plan[(j, p)] = ("def", (j, p), 0)
+                written.append((arg.buffer, (j, p), w, arg.offset))
+        return plan
+
+    def last_copy_covers(self, alloc: str) -> bool:
+        """The last copy at the last step writes every byte of ``alloc`` any copy writes."""
+        every, last = None, None
+        for c, row in enumerate(self.table):
+            for idx in row:
+                for name, arg in self.insts[idx].bindings:
+                    if arg.kind != "buffer" or arg.buffer != alloc:
+                        continue
+                    w = self.footprint(idx, name, "write")
+                    flat = w.project_out(isl.dim_type.set, 0, 1)
+                    every = flat if every is None else every.union(flat)
+                    if c == len(self.table) - 1:
+                        at_end = w.intersect(isl.Set(f"{{ [s, b] : s = {self.steps - 1} }}")).project_out(
+                            isl.dim_type.set, 0, 1)
+                        last = at_end if last is None else last.union(at_end)
+        return every is None or (last is not None and every.is_subset(last))
+
+
+def _written_in_loop(insts: dict[int, LaunchInstance], statements: list[int]) -> set[str]:
+    out = set()
+    for idx in statements:
+        inst = insts[idx]
+        binding = dict(inst.bindings)
+        for a in inst.kernel.accesses:
+            arg = binding.get(a.buffer)
+            if a.kind != "load" and a.space != "shared" and arg is not None and arg.kind == "buffer":
+                out.add(arg.buffer)
+    return out
+
+
+def _arguments(model: ProgramModel, insts, table: list[list[int]], iterator: str, steps: int
+               ) -> tuple[tuple[tuple[PatternArgument, ...], ...], tuple[str, ...], int, tuple] | str:
+    """The pattern's arguments (module docstring), or why the copies are not one loop."""
+    k, m = len(table), len(table[0])
+    flat = [idx for row in table for idx in row]
+    written = _written_in_loop(insts, flat)
+    # allocations whose pointers do not advance by a stride: candidates for private temporaries
+    irregular: set[str] = set()
+    for j in range(m):
+        for p in range(len(insts[table[0][j]].bindings)):
+            args = [insts[table[c][j]].bindings[p][1] for c in range(k)]
+            if all(a.kind == "buffer" for a in args) and (
+                    len({a.buffer for a in args}) > 1 or any(a.offset is None for a in args)
+                    or _affine_in_layer([a.offset for a in args], 0) is None):
+                irregular |= {a.buffer for a in args if a.buffer in written}
+    privatizer = _Privatizer(model, insts, table, iterator, steps)
+    candidates, refused = set(irregular), {}
+    while True:
+        plan, why = privatizer.plan(candidates)
+        refused.update(why)
+        uncovered = {a: "the last copy does not write every byte the others write"
+                     for a in sorted(candidates - set(why)) if not privatizer.last_copy_covers(a)}
+        if not uncovered:
+            break
+        refused.update(uncovered)
+        candidates -= set(uncovered)
+    private = sorted(irregular - set(refused))
+    slots: dict[tuple[int, int], int] = {}
+    cell = 0
+    for key in sorted(k_ for k_, (what, _, _) in plan.items() if what == "def"):
+        slots[key] = cell
+        cell += -(-(privatizer.extents[key][1] + 1) // SLOT_ALIGNMENT) * SLOT_ALIGNMENT
+    out: list[tuple[PatternArgument, ...]] = []
+    for j in range(m):
+        row_args: list[PatternArgument] = []
+        first = insts[table[0][j]]
+        for p, (name, _) in enumerate(first.bindings):
+            args = [insts[table[c][j]].bindings[p][1] for c in range(k)]
+            where = f"argument {name} of {first.kernel.name} (line {first.statement.line})"
+            kinds = {a.kind for a in args}
+            if kinds == {"scalar"}:
+                if all(a.value is not None for a in args):
+                    value = _affine_in_layer([a.value for a in args], 0)
+                    if value is None:
+                        return f"{where} is not the same or one stride apart in every copy"
+                    row_args.append(PatternArgument("scalar", value=value))
+                elif len({(a.text, str(a.value)) for a in args}) == 1:
+                    row_args.append(PatternArgument("scalar", text=args[0].text))
+                else:
+                    return f"{where} is not the same in every copy"
+                continue
+            if kinds != {"buffer"} or any(a.offset is None for a in args):
+                return f"{where} is not an allocation plus a known offset in every copy"
+            alloc = args[-1].buffer
+            if all(a.buffer in private for a in args) and (j, p) in plan:
+                what, key, distance = plan[(j, p)]
+                row_args.append(PatternArgument("private", buffer=alloc, slot=slots[key] + distance, last=args[-1]))
+                continue
+            same = len({a.buffer for a in args}) == 1
+            offset = _affine_in_layer([a.offset for a in args], 0) if same else None
+            if offset is not None:
+                row_args.append(PatternArgument("affine", buffer=alloc, offset=offset))
+                continue
+            rest_same = len({a.buffer for a in args[1:]}) == 1
+            if k > 2 and rest_same and args[0].buffer != alloc and args[0].buffer not in written:
+                offset = _affine_in_layer([a.offset for a in args], 1)
+                if offset is not None:
+                    row_args.append(PatternArgument("peeled", buffer=alloc, offset=offset, first=args[0]))
+                    continue
+            if alloc in refused:
+                return f"{where}: its copies point into {alloc} without a stride, and {alloc} is not private: {refused[alloc]}"
+            return f"{where} does not advance by one stride per copy"
+        out.append(tuple(row_args))
+    # the last copy's values, copied from its scratch area to where the original left them:
+    # each def's bytes (at the last step) that no later def of the copy overwrites
+    last_row, pieces = table[-1], []
+    for (j, p), what in sorted(plan.items()):
+        if what[0] != "def":
+            continue
+        arg = insts[last_row[j]].bindings[p][1]
+        start = arg.offset.subs({iterator: steps - 1}).constant_value()
+        lo, hi = privatizer.extents[(j, p)]
+        if start is None:
+            return f"the last copy's pointer into {arg.buffer} is not a constant at the last step"
+        pieces = [piece for q in pieces for piece in q.without(arg.buffer, start + lo, start + hi + 1)]
+        pieces.append(CopyBack(arg.buffer, start + lo, slots[(j, p)] + lo, hi + 1 - lo))
+    return tuple(out), tuple(private), cell, tuple(pieces)
+
+
+def find_repetition(model: ProgramModel) -> Repetition | NotALoop | None:
+    """The first host loop whose body is copies of one launch pattern (module docstring):
+    a ``Repetition``; ``NotALoop`` with the reason when its launches repeat in kernels and
+    shapes but the copies are not one loop; None when no loop body repeats."""
+    insts = {i.statement.index: i for i in model.launches}
+    for info in model.host.loops:
+        stmts = _loop_statements(model, info.iterator)
+        launches = [s for s in stmts if s.kind == "launch"]
+        periods = _periods(launches) if len(launches) >= 2 else []
+        if not periods:
+            continue
+        indices = tuple(s.index for s in launches)
+        why = lambda r: NotALoop(info.line, indices, r)
+        if len(stmts) != len(launches):
+            return why("the loop body holds statements other than launches: " +
+                       next(s.describe() for s in stmts if s.kind != "launch"))
+        if any(s.loops != (info.iterator,) for s in launches):
+            return why("the launches are in a nest of loops")
+        if any(s.index not in insts or insts[s.index].site is None for s in launches):
+            return why("a launch of the body is not found in the source")
+        loop = model.source.for_loop_at(info.line)
+        if loop is None or loop.iterator is None:
+            return why("the loop statement (with its own iterator variable) is not found in the source")
+        if any(kind not in ("decl", "launch") for kind, _ in loop.body) or \
+                sum(kind == "launch" for kind, _ in loop.body) != len(launches):
+            return why("the loop body holds statements other than declarations and launches")
+        dom = host_domain(launches[0])
+        if dom is None or not dom.is_bounded() or dom.is_empty() or dom.dim_min_val(0).to_python() != 0 or \
+                not dom.is_equal(isl.Set(f"{{ [{info.iterator}] : 0 <= {info.iterator} <= "
+                                         f"{dom.dim_max_val(0).to_python()} }}")):
+            return why("the loop's domain is not a constant range from 0")
+        steps = dom.dim_max_val(0).to_python() + 1
+        reasons = []
+        for m in periods:
+            table = [list(indices[c * m:(c + 1) * m]) for c in range(len(indices) // m)]
+            got = _arguments(model, insts, table, info.iterator, steps)
+            if isinstance(got, str):
+                reasons.append(f"as {len(table)} copies of {m} launches: {got}")
+                continue
+            arguments, private, cell, copy_back = got
+            return Repetition(loop, info.iterator, steps, tuple(tuple(r) for r in table), arguments, private, cell,
+                              copy_back)
+        return why("; ".join(reasons[:2]))
+    return None

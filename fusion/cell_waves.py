@@ -1,0 +1,197 @@
+"""Waves of cells: a loop over steps whose body repeats a layer pattern, one launch per wave.
+
+``analysis.repetition`` reads such a body as a second loop: the launches of copy ``l``
+at step ``s`` are *cell* (s, l). In TVM's LSTM cell (s, l) needs cell (s, l-1) (the
+layer below, this step) and cell (s-1, l) (this layer, the step before), so the cells
+on one anti-diagonal ``s + l = w`` are independent: this pass runs each anti-diagonal
+as one cooperative launch. The groups the schedule formed within one copy are the
+*phases* of a cell (``fusion.cooperative``: a grid barrier between phases, each phase a
+loop over virtual blocks), and the launch of wave ``w`` runs every cell of the wave side
+by side in each phase, each with the arguments of its (step, layer) computed in the
+kernel from the pattern (private temporaries in a scratch area per layer).
+
+What ``plan_cell_waves`` proves, else it refuses with the reason:
+
+* the schedule's groups of every copy are the same (by position in the copy), each within
+  one copy, and they can be phases of one cooperative kernel (``fusion.cooperative``);
+* isl's scheduler, given the dependences between cells, returns one permutable band
+  over (step, layer) (the precondition of the skew), and every dependence between two
+  different cells goes to a strictly later anti-diagonal: through allocations that are
+  not private (bytes from isl, an inexact access counting as every byte), device globals
+  (every byte) and pointers of unknown origin (every allocation). Private temporaries
+  link different cells only through one layer's scratch area, from a step to a later
+  one, so always to a later anti-diagonal; within a cell the phases keep the order;
+* no kernel of the pattern touches memory the analysis cannot see.
+
+The wave loop is isl's AST over the skewed schedule ``[s, l] -> [s + l, l]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import islpy as isl
+
+from sirius.analysis.program_model import LaunchInstance, ProgramModel
+from sirius.analysis.repetition import LAYER, Repetition, byte_footprint
+from sirius.fusion.cooperative import cooperative_threads, phases_problem
+from sirius.fusion.schedule import FusionGroup, Refusal, Schedule
+from sirius.fusion.wavefront import permutable_band, wave_loop
+
+
+@dataclass(frozen=True)
+class CellWaves:
+    """The plan: the repetition, the phases of one cell, and the wave loop."""
+
+    repetition: Repetition
+    phases: tuple[int, ...]  # group ids of the representative copy, in execution order
+    threads: int  # the cooperative kernel's block
+    wave_for: str  # C text of the wave loop header, iterator sirius_w
+    lo: str  # C expressions of the first and last layer of wave sirius_w
+    hi: str
+    waves: int
+    allocations: tuple[str, ...]  # allocations whose base pointers the kernel needs
+    regions: tuple[int, ...]  # the schedule's regions the loop body holds
+    groups_before: tuple[FusionGroup, ...] = ()  # the schedule's groups before the waves took the loop
+
+    @property
+    def name(self) -> str:
+        return f"sirius_cells_{self.regions[0]}"
+
+    @property
+    def launches(self) -> int:
+        """Launches per run of the program: one per wave."""
+        return self.waves
+
+
+REPRESENTATIVE = 1  # the copy whose fused groups are the phases (the first may read a loop input instead)
+
+
+def _cell_groups(schedule: Schedule, rep: Repetition) -> list[FusionGroup] | str:
+    """The representative copy's groups, in execution order, if each lies within it.
+
+    They are legal for every cell: the copies' launches are alike, the arguments into an
+    allocation that is not private all advance by one stride (so two launches of a copy
+    depend on each other as in every other copy), a loop input the first copy reads
+    instead is never written, and the private temporaries leave a cell's launches fewer
+    dependences than the original's storage reuse gave the representative."""
+    own = set(rep.statements[REPRESENTATIVE])
+    groups = [g for g in schedule.groups if set(g.launches) & own]
+    if any(not set(g.launches) <= own for g in groups):
+        return "a fused group spans two copies of the pattern"
+    return groups
+
+
+def _stride_problem(rep: Repetition) -> str | None:
+    strides: dict[str, set[int]] = {}
+    for row in rep.arguments:
+        for a in row:
+            if a.kind in ("affine", "peeled"):
+                strides.setdefault(a.buffer, set()).add(a.offset.coefficient(LAYER))
+    uneven = next((b for b, s in sorted(strides.items()) if len(s) > 1), None)
+    return None if uneven is None else f"the copies' pointers into {uneven} advance by different strides"
+
+
+def _footprints(model: ProgramModel, rep: Repetition) -> tuple[dict[str, isl.Map], dict[str, isl.Map]] | str:
+    """Reads and writes of the cells in memory other than the private temporaries, per
+    allocation (and device global): ``{ [s, l] -> [byte] }``."""
+    insts = {i.statement.index: i for i in model.launches}
+    everything = isl.Map(f"{{ [s, l] -> [b] : 0 <= s < {rep.steps} and 0 <= l < {rep.copies} }}")
+    reads: dict[str, isl.Map] = {}
+    writes: dict[str, isl.Map] = {}
+
+    def add(into: dict, buffer: str, got: isl.Map) -> None:
+        into[buffer] = got if buffer not in into else into[buffer].union(got)
+
+    for c, row in enumerate(rep.statements):
+        for idx in row:
+            inst: LaunchInstance = insts[idx]
+            binding = dict(inst.bindings)
+            for a in inst.kernel.accesses:
+                if a.space == "shared":
+                    continue
+                kinds = ("read", "write") if a.kind == "atomic" else (("read",) if a.kind == "load" else ("write",))
+                arg = binding.get(a.buffer)
+                if a.buffer in model.device_globals:
+                    buffer, got = a.buffer, None
+                elif arg is None or arg.kind != "buffer":
+                    return f"{inst.kernel.name} (line {inst.statement.line}) accesses memory through a pointer of unknown origin"
+                elif arg.buffer in rep.private:
+                    continue
+                else:
+                    buffer = arg.buffer
+                for kind in kinds:
+                    sets = None if a.buffer in model.device_globals else byte_footprint(inst, a.buffer, kind, rep.iterator)
+                    if sets is None:
+                        got = everything.intersect_domain(isl.Set(f"{{ [s, l] : l = {c} }}"))
+                    else:
+                        # { [s, b] } -> { [s, l] -> [b] } at l = c
+                        got = isl.Map.from_range(sets).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, 1)
+                        got = got.insert_dims(isl.dim_type.in_, 1, 1).fix_val(isl.dim_type.in_, 1, isl.Val.int_from_si(isl.DEFAULT_CONTEXT, c))
+                        got = got.intersect_domain(isl.Set(f"{{ [s, l] : 0 <= s < {rep.steps} }}"))
+                    add(reads if kind == "read" else writes, buffer, got)
+    return reads, writes
+
+
+def plan_cell_waves(model: ProgramModel, schedule: Schedule, rep: Repetition) -> CellWaves | Refusal:
+    """The waves of ``rep``'s cells, or why not (see the module docstring)."""
+    launches = tuple(idx for row in rep.statements for idx in row)
+    why = lambda r: Refusal((launches[0], launches[-1]), f"no waves over (step, layer): {r}")
+    groups = _cell_groups(schedule, rep)
+    if isinstance(groups, str):
+        return why(groups)
+    uneven = _stride_problem(rep)
+    if uneven is not None:
+        return why(uneven)
+    problem = phases_problem(model, schedule, groups)
+    if problem is not None:
+        return why(f"a cell cannot be one cooperative kernel: {problem}")
+    got = _footprints(model, rep)
+    if isinstance(got, str):
+        return why(got)
+    reads, writes = got
+    distinct = isl.Map("{ [s, l] -> [s2, l2] : s2 != s or l2 != l }")
+    forward = isl.Map("{ [s, l] -> [s2, l2] : s2 > s or (s2 = s and l2 > l) }")
+    later_wave = isl.Map("{ [s, l] -> [s2, l2] : s2 + l2 > s + l }")
+    carried: list[isl.Map] = []
+    for buffer in sorted(set(reads) | set(writes)):
+        w = writes.get(buffer)
+        if w is None:
+            continue
+        conflict = w.apply_range(w.reverse())
+        if buffer in reads:
+            conflict = conflict.union(w.apply_range(reads[buffer].reverse())).union(
+                reads[buffer].apply_range(w.reverse()))
+        deps = conflict.intersect(distinct).intersect(forward)  # oriented as the original order runs them
+        if deps.is_empty():
+            continue
+        if not deps.is_subset(later_wave):
+            return why(f"a dependence on {buffer} does not go to a later anti-diagonal")
+        carried.append(deps)
+    domain = isl.UnionSet(f"{{ S[s, l] : 0 <= s < {rep.steps} and 0 <= l < {rep.copies} }}")
+    if carried and not permutable_band(domain, carried):
+        return why("isl's scheduler finds no permutable band over (step, layer)")
+    wave_for, lo, hi = wave_loop("s", "l", f"0 <= s < {rep.steps} and 0 <= l < {rep.copies}")
+    threads = cooperative_threads(model, groups)
+    bases = sorted({a.buffer for row in rep.arguments for a in row if a.buffer is not None} |
+                   {a.first.buffer for row in rep.arguments for a in row if a.kind == "peeled"})
+    regions = tuple(sorted({g.region for g in schedule.groups if set(g.launches) & set(launches)}))
+    if any(not set(r.launches) <= set(launches) for r in schedule.regions if r.id in regions):
+        return why("a region of the loop body holds launches outside the pattern")
+    return CellWaves(rep, tuple(g.id for g in groups), threads, wave_for, lo, hi, rep.steps + rep.copies - 1,
+                     tuple(bases), regions)
+
+
+def install_cell_waves(schedule: Schedule, plan: CellWaves) -> None:
+    """The loop's launches run as the waves of ``plan``: the representative copy's groups
+    stay (as phases), the other copies' groups go."""
+    plan = replace(plan, groups_before=tuple(schedule.groups))
+    body = {i for row in plan.repetition.statements for i in row}
+    schedule.groups = [g for g in schedule.groups if g.id in plan.phases or not set(g.launches) & body]
+    schedule.cell_waves[plan.regions[0]] = plan
+
+
+def uninstall_cell_waves(schedule: Schedule, plan: CellWaves) -> None:
+    """The loop's launches as the schedule had them before ``install_cell_waves``."""
+    schedule.cell_waves = {r: p for r, p in schedule.cell_waves.items() if p is not plan}
+    schedule.groups = list(plan.groups_before)
