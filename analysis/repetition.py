@@ -24,9 +24,10 @@ through one argument of one earlier launch (its *slot*), with no later write of 
 in between, at a constant distance from that argument's pointer; no launch reads and
 writes A through overlapping bytes; every copy resolves the same reads to the same
 slots; each write covers an interval of bytes from its pointer. After the last cell, the
-bytes the last copy wrote last are copied from its scratch area to A (``copy_back``): A
-ends the loop holding what the original program left in it, as long as that copy
-writes every byte any copy writes (proven too).
+values the copies of the last step wrote last into A are copied from their layers'
+scratch areas to A (``copy_back``; a layer's area holds its last cell's values): A ends
+the loop holding what the original program left in it, as long as the last step writes
+every byte of A any step writes (proven too).
 
 Not a loop, with a reason: a body whose launches do not repeat with the same kernels
 and launch shapes, a copy whose argument differs by another stride (or in another way
@@ -64,11 +65,11 @@ class PatternArgument:
 
 @dataclass(frozen=True)
 class CopyBack:
-    """Bytes of the last layer's scratch area that end where the original left them."""
+    """Bytes of the scratch that end where the original left them (values of the last step)."""
 
     buffer: str  # the private allocation
     offset: int  # bytes into it
-    slot: int  # bytes into the layer's scratch area
+    slot: int  # bytes into the scratch (of all layers)
     bytes: int
 
     def without(self, buffer: str, start: int, end: int) -> list["CopyBack"]:
@@ -273,21 +274,20 @@ class _Privatizer:
                 written.append((arg.buffer, (j, p), w, arg.offset))
         return plan
 
-    def last_copy_covers(self, alloc: str) -> bool:
-        """The last copy at the last step writes every byte of ``alloc`` any copy writes."""
+    def last_step_covers(self, alloc: str) -> bool:
+        """The copies at the last step write every byte of ``alloc`` any copy writes."""
         every, last = None, None
-        for c, row in enumerate(self.table):
+        for row in self.table:
             for idx in row:
                 for name, arg in self.insts[idx].bindings:
                     if arg.kind != "buffer" or arg.buffer != alloc:
                         continue
                     w = self.footprint(idx, name, "write")
                     flat = w.project_out(isl.dim_type.set, 0, 1)
+                    at_end = w.intersect(isl.Set(f"{{ [s, b] : s = {self.steps - 1} }}")).project_out(
+                        isl.dim_type.set, 0, 1)
                     every = flat if every is None else every.union(flat)
-                    if c == len(self.table) - 1:
-                        at_end = w.intersect(isl.Set(f"{{ [s, b] : s = {self.steps - 1} }}")).project_out(
-                            isl.dim_type.set, 0, 1)
-                        last = at_end if last is None else last.union(at_end)
+                    last = at_end if last is None else last.union(at_end)
         return every is None or (last is not None and every.is_subset(last))
 
 
@@ -323,8 +323,8 @@ def _arguments(model: ProgramModel, insts, table: list[list[int]], iterator: str
     while True:
         plan, why = privatizer.plan(candidates)
         refused.update(why)
-        uncovered = {a: "the last copy does not write every byte the others write"
-                     for a in sorted(candidates - set(why)) if not privatizer.last_copy_covers(a)}
+        uncovered = {a: "the copies at the last step do not write every byte the loop writes"
+                     for a in sorted(candidates - set(why)) if not privatizer.last_step_covers(a)}
         if not uncovered:
             break
         refused.update(uncovered)
@@ -376,19 +376,20 @@ def _arguments(model: ProgramModel, insts, table: list[list[int]], iterator: str
                 return f"{where}: its copies point into {alloc} without a stride, and {alloc} is not private: {refused[alloc]}"
             return f"{where} does not advance by one stride per copy"
         out.append(tuple(row_args))
-    # the last copy's values, copied from its scratch area to where the original left them:
-    # each def's bytes (at the last step) that no later def of the copy overwrites
-    last_row, pieces = table[-1], []
-    for (j, p), what in sorted(plan.items()):
-        if what[0] != "def":
-            continue
-        arg = insts[last_row[j]].bindings[p][1]
-        start = arg.offset.subs({iterator: steps - 1}).constant_value()
-        lo, hi = privatizer.extents[(j, p)]
-        if start is None:
-            return f"the last copy's pointer into {arg.buffer} is not a constant at the last step"
-        pieces = [piece for q in pieces for piece in q.without(arg.buffer, start + lo, start + hi + 1)]
-        pieces.append(CopyBack(arg.buffer, start + lo, slots[(j, p)] + lo, hi + 1 - lo))
+    # the values of the last step, copied from the layers' scratch areas to where the original
+    # left them: each def's bytes that no later def (later in the copy, or a later copy) overwrites
+    pieces: list[CopyBack] = []
+    for c, row in enumerate(table):
+        for (j, p), what in sorted(plan.items()):
+            if what[0] != "def":
+                continue
+            arg = insts[row[j]].bindings[p][1]
+            start = arg.offset.subs({iterator: steps - 1}).constant_value()
+            lo, hi = privatizer.extents[(j, p)]
+            if start is None:
+                return f"a pointer into {arg.buffer} is not a constant at the last step"
+            pieces = [piece for q in pieces for piece in q.without(arg.buffer, start + lo, start + hi + 1)]
+            pieces.append(CopyBack(arg.buffer, start + lo, c * cell + slots[(j, p)] + lo, hi + 1 - lo))
     return tuple(out), tuple(private), cell, tuple(pieces)
 
 

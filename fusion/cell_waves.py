@@ -173,8 +173,8 @@ def plan_cell_waves(model: ProgramModel, schedule: Schedule, rep: Repetition) ->
         return why("isl's scheduler finds no permutable band over (step, layer)")
     wave_for, lo, hi = wave_loop("s", "l", f"0 <= s < {rep.steps} and 0 <= l < {rep.copies}")
     threads = cooperative_threads(model, groups)
-    bases = sorted({a.buffer for row in rep.arguments for a in row if a.buffer is not None} |
-                   {a.first.buffer for row in rep.arguments for a in row if a.kind == "peeled"})
+    insts = {i.statement.index: i for i in model.launches}
+    bases = sorted({arg.buffer for idx in launches for _, arg in insts[idx].bindings if arg.kind == "buffer"})
     regions = tuple(sorted({g.region for g in schedule.groups if set(g.launches) & set(launches)}))
     if any(not set(r.launches) <= set(launches) for r in schedule.regions if r.id in regions):
         return why("a region of the loop body holds launches outside the pattern")

@@ -316,7 +316,7 @@ def _cell_wave_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
     """The kernel running every cell of wave ``sirius_w`` (layers ``sirius_lo`` to
     ``sirius_hi``): the phases of a cell in order, a grid barrier between them, each phase
     a loop over (cell, block of the phase) virtual blocks; after the last wave, the last
-    cell's private values copied to where the original program left them."""
+    step's private values copied to where the original program left them."""
     rep = plan.repetition
     body = [line for k in phases for line in _locals(k, f"sirius_pool_{k.group.id}")]
     body.append("  const unsigned sirius_cells = (unsigned)(sirius_hi - sirius_lo + 1);")
@@ -341,14 +341,13 @@ def _cell_wave_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
         body.append("    __syncthreads();  // the next virtual block reuses this block's shared memory")
         body.append("  }")
     if rep.copy_back:
-        body.append(f"  if (sirius_w == {plan.waves - 1}) {{  // the last cell's temporaries, where the original "
+        body.append(f"  if (sirius_w == {plan.waves - 1}) {{  // the last step's temporaries, where the original "
                     "left them")
         body.append("    cooperative_groups::this_grid().sync();")
         body.append("    const unsigned sirius_t = blockIdx.x * blockDim.x + threadIdx.x;")
-        body.append(f"    const char* const sirius_last = sirius_scratch + {(rep.copies - 1) * rep.cell_bytes};")
         for piece in rep.copy_back:
             body.append(f"    for (unsigned sirius_i = sirius_t; sirius_i < {piece.bytes}u; sirius_i += gridDim.x * "
-                        f"blockDim.x) {_base(piece.buffer)}[{piece.offset} + sirius_i] = sirius_last[{piece.slot} + "
+                        f"blockDim.x) {_base(piece.buffer)}[{piece.offset} + sirius_i] = sirius_scratch[{piece.slot} + "
                         "sirius_i];")
         body.append("  }")
     params = ["const int sirius_w", "const int sirius_lo", "const int sirius_hi"] + \

@@ -42,7 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cooperative", action="store_true",
                         help="also join the groups of a region, past global dependences, into one cooperative "
                              "launch with grid barriers between them (falls back to the original launches where "
-                             "the device cannot launch it cooperatively)")
+                             "the device cannot launch it cooperatively); and a loop body of copies of one launch "
+                             "pattern (unrolled layers) as waves of (step, layer) cells, one cooperative launch per "
+                             "anti-diagonal")
     parser.add_argument("--entry", default="main", help="host function whose launches are optimized (default main)")
     parser.add_argument("--emit-candidates", metavar="DIR",
                         help="also write every arrangement (auto, vertical, horizontal) as a complete program "
@@ -121,6 +123,12 @@ def _render(rep: dict) -> str:
         phases = " | ".join(", ".join(f"{m['kernel']} (line {m['line']})" for m in phase) for phase in c["phases"])
         lines.append(f"  {c['kernel']} (region {c['region']}): one cooperative launch, {len(c['phases'])} phases, "
                      f"{c['grid_barriers']} grid barriers: {phases}")
+    for c in rep.get("cell_waves", ()):
+        phases = " | ".join(", ".join(f"{m['kernel']} (line {m['line']})" for m in phase) for phase in c["phases"])
+        lines.append(f"  {c['kernel']}: waves of cells: the loop body is {c['layers']} copies (layers) of "
+                     f"{c['launches_per_layer']} launches over {c['steps']} steps; one cooperative launch per "
+                     f"anti-diagonal of (step, layer), {c['waves']} waves, {c['grid_barriers_per_wave']} grid barriers "
+                     f"each; private temporaries in {c['scratch_bytes']} bytes of scratch: {phases}")
     for r in rep["refused"]:
         who = ", ".join(f"{m['kernel']} (line {m['line']})" for m in r["launches"])
         lines.append(f"  not fused: {who}: {r['reason']}")

@@ -1,0 +1,101 @@
+"""Waves of cells (analysis/repetition.py, fusion/cell_waves.py): a step loop whose body is
+copies of one launch pattern (unrolled layers) is read as a loop over layers, and each
+anti-diagonal of (step, layer) runs as one cooperative launch. The program of
+tests/filecheck/optimize_layer_waves.cu (3 layers x 2 launches, 5 steps) and variants of
+it: copies that differ in launch shape or in stride are not a loop; a cell that reads what
+a cell of the same anti-diagonal writes is refused; the waves verify on the CPU backend."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sirius.analysis.frontend import CompileJob
+from sirius.analysis.repetition import NotALoop, Repetition, find_repetition
+from sirius.config import CompileFlags, resolve_toolchain
+from sirius.pipeline import OptimizeState, report, run_pipeline
+
+pytestmark = pytest.mark.toolchain
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAM = ROOT / "tests" / "filecheck" / "optimize_layer_waves.cu"
+SIRIUS = str(Path(sys.executable).parent / "sirius")
+
+
+def optimized(path: Path) -> OptimizeState:
+    return run_pipeline(OptimizeState(CompileJob(path, CompileFlags(), resolve_toolchain()), cooperative=True))
+
+
+def variant(tmp_path: Path, *edits: tuple[str, str]) -> Path:
+    text = PROGRAM.read_text()
+    for old, new in edits:
+        assert old in text
+        text = text.replace(old, new)
+    path = tmp_path / "variant.cu"
+    path.write_text(text)
+    return path
+
+
+def wave_refusals(state: OptimizeState) -> list[str]:
+    return [r.reason for r in state.schedule.refusals if "no waves" in r.reason]
+
+
+def test_the_unrolled_layers_are_a_loop_with_private_temporaries():
+    state = optimized(PROGRAM)
+    found = find_repetition(state.model)
+    assert isinstance(found, Repetition)
+    assert (found.steps, found.copies, found.period) == (5, 3, 2)
+    kinds = [[a.kind for a in row] for row in found.arguments]
+    assert kinds == [["private", "affine", "peeled", "affine"], ["affine", "private"]]
+    assert found.private == ("t0", "t1") and found.cell_bytes == 256
+    # t1's last value is layer 1's, t0's layer 2's (layer 0's is overwritten)
+    assert [(p.buffer, p.slot) for p in found.copy_back] == [("t1", 256), ("t0", 512)]
+    rep = report(state)
+    assert (rep["launches_before"], rep["launches_after"]) == (30, 7)
+    [cells] = rep["cell_waves"]
+    assert (cells["waves"], cells["grid_barriers_per_wave"], cells["layers"]) == (7, 1, 3)
+    assert not rep["apart_without_reason"] and rep["promise_check"]["kernels_checked"] == 1
+
+
+def test_the_waves_verify_on_the_cpu_backend(tmp_path):
+    out, log = tmp_path / "waves.cu", tmp_path / "launches.txt"
+    proc = subprocess.run([SIRIUS, "optimize", str(PROGRAM), "--cooperative", "-o", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and "waves of cells" in proc.stdout, proc.stdout + proc.stderr
+    verify = subprocess.run([SIRIUS, "verify", str(PROGRAM), str(out)], capture_output=True, text=True,
+                            env={**os.environ, "SIRIUS_LAUNCH_LOG": str(log)})
+    assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
+    assert log.read_text().split() == ["sirius_cells_0"] * 7
+
+
+def test_copies_that_differ_in_launch_shape_are_not_a_loop(tmp_path):
+    path = variant(tmp_path, ("gate<<<2, 32>>>(t0, w + 2 * H * H", "gate<<<4, 16>>>(t0, w + 2 * H * H"))
+    state = optimized(path)
+    assert find_repetition(state.model) is None
+    assert not report(state)["cell_waves"]
+
+
+def test_copies_that_differ_in_stride_are_not_a_loop(tmp_path):
+    path = variant(tmp_path, ("w + 2 * H * H", "w + 3 * H * H"),
+                   ("cudaMalloc(&w, sizeof(float) * LAYERS * H * H)", "cudaMalloc(&w, sizeof(float) * 4 * H * H)"))
+    state = optimized(path)
+    found = find_repetition(state.model)
+    assert isinstance(found, NotALoop)
+    assert "argument w of gate" in found.reason and "does not advance by one stride per copy" in found.reason
+    assert not report(state)["cell_waves"]
+    assert any("not one loop" in r for r in wave_refusals(state))
+
+
+def test_a_cell_reading_its_own_anti_diagonal_is_refused(tmp_path):
+    # layer l reads layer l+1's state of the step before: cell (s-1, l+1), on the same anti-diagonal
+    path = variant(tmp_path, ("(t0, w, in, h_prev)", "(t0, w, in, h_prev + H)"),
+                   ("h_next, h_prev + H)", "h_next, h_prev + 2 * H)"),
+                   ("h_next + H, h_prev + 2 * H)", "h_next + H, h_prev + 3 * H)"))
+    state = optimized(path)
+    assert isinstance(find_repetition(state.model), Repetition)
+    assert not report(state)["cell_waves"]
+    assert any("a dependence on h does not go to a later anti-diagonal" in r for r in wave_refusals(state))
