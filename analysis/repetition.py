@@ -393,6 +393,21 @@ def _arguments(model: ProgramModel, insts, table: list[list[int]], iterator: str
     return tuple(out), tuple(private), cell, tuple(pieces)
 
 
+def _copies_inside(launches: list[HostStatement]) -> tuple[int, int, int] | None:
+    """The longest run of two or more copies of one launch sequence inside a body that is not
+    all copies: (first launch, launches per copy, copies)."""
+    n, best = len(launches), None
+    for m in range(1, n // 2 + 1):
+        for start in range(n - 2 * m + 1):
+            k = 1
+            while start + (k + 1) * m <= n and all(_same_shape(launches[start + k * m + i], launches[start + i])
+                                                   for i in range(m)):
+                k += 1
+            if k >= 2 and (best is None or k * m > best[1] * best[2]):
+                best = (start, m, k)
+    return best
+
+
 def find_repetition(model: ProgramModel) -> Repetition | NotALoop | None:
     """The first host loop whose body is copies of one launch pattern (module docstring):
     a ``Repetition``; ``NotALoop`` with the reason when its launches repeat in kernels and
@@ -402,10 +417,16 @@ def find_repetition(model: ProgramModel) -> Repetition | NotALoop | None:
         stmts = _loop_statements(model, info.iterator)
         launches = [s for s in stmts if s.kind == "launch"]
         periods = _periods(launches) if len(launches) >= 2 else []
-        if not periods:
-            continue
         indices = tuple(s.index for s in launches)
         why = lambda r: NotALoop(info.line, indices, r)
+        inside = _copies_inside(launches) if not periods and len(launches) >= 4 else None
+        if inside is not None:
+            start, m, k = inside
+            return why(f"{k} copies of {m} launches (lines {launches[start].line}-{launches[start + k * m - 1].line}) "
+                       f"with {len(launches) - k * m} other launches around them in the loop body: only a body "
+                       "made entirely of copies is taken as a loop")
+        if not periods:
+            continue
         if len(stmts) != len(launches):
             return why("the loop body holds statements other than launches: " +
                        next(s.describe() for s in stmts if s.kind != "launch"))

@@ -35,7 +35,7 @@ import islpy as isl
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.analysis.repetition import LAYER, Repetition, byte_footprint
 from sirius.fusion.cooperative import cooperative_threads, phases_problem
-from sirius.fusion.schedule import FusionGroup, Refusal, Schedule
+from sirius.fusion.schedule import FusionGroup, Refusal, RefusalKind, Schedule
 from sirius.fusion.wavefront import permutable_band, wave_loop
 
 
@@ -136,7 +136,7 @@ def _footprints(model: ProgramModel, rep: Repetition) -> tuple[dict[str, isl.Map
 def plan_cell_waves(model: ProgramModel, schedule: Schedule, rep: Repetition) -> CellWaves | Refusal:
     """The waves of ``rep``'s cells, or why not (see the module docstring)."""
     launches = tuple(idx for row in rep.statements for idx in row)
-    why = lambda r: Refusal((launches[0], launches[-1]), f"no waves over (step, layer): {r}")
+    why = lambda r: Refusal((launches[0], launches[-1]), f"no waves over (step, layer): {r}", RefusalKind.NO_WAVES)
     groups = _cell_groups(schedule, rep)
     if isinstance(groups, str):
         return why(groups)

@@ -127,6 +127,7 @@ class RefusalKind(Enum):
     POLICY = "policy"  # the fusion policy declined it
     # refused after the schedule (wavefront, cooperative launch, promise check)
     LATER_STAGE = "later-stage"
+    NO_WAVES = "no-waves"  # a loop body's copies of one pattern are not run as waves of cells
 
     @property
     def legal(self) -> bool:

@@ -28,7 +28,7 @@ from sirius.fusion.promises import BrokenPromise, keep_promises, split_group
 from sirius.fusion.read_once import read_shared_inputs_once
 from sirius.fusion.redundant_barriers import eliminate_redundant_barriers
 from sirius.fusion.policies import FusionPolicy, Greedy, policy_name
-from sirius.fusion.schedule import Refusal, Schedule, build_schedule, wavefront_declined
+from sirius.fusion.schedule import Refusal, RefusalKind, Schedule, build_schedule, wavefront_declined
 from sirius.fusion.shared_overlay import overlay_shared_memory
 from sirius.fusion.wavefront import Wavefront, plan_wavefront
 
@@ -125,7 +125,7 @@ def _cell_waves(st: OptimizeState) -> None:
     if isinstance(found, NotALoop):
         st.schedule.refusals.append(Refusal((found.statements[0], found.statements[-1]),
                                             f"no waves over (step, layer): the repeated launches are not one loop: "
-                                            f"{found.reason}"))
+                                            f"{found.reason}", RefusalKind.NO_WAVES))
         return
     if found is None:
         return
@@ -208,7 +208,8 @@ def _drop_cooperative(st: OptimizeState, violations) -> None:
         why = "; ".join(v.message for v in violations)
         launches = [i for row in plan.repetition.statements for i in row]
         st.schedule.refusals.append(Refusal((launches[0], launches[-1]),
-                                            f"no waves over (step, layer): the promise check found: {why}"))
+                                            f"no waves over (step, layer): the promise check found: {why}",
+                                            RefusalKind.NO_WAVES))
     named = {v.group for v in violations if v.kernel.startswith("sirius_coop_")}
     for region in list(named or st.schedule.cooperative):
         plan = st.schedule.cooperative.pop(region, None)
@@ -355,7 +356,8 @@ def report(state: OptimizeState) -> dict[str, Any]:
         # refusals between launches a cooperative launch joined after all are left out
         "refused": [{"launches": [{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].statement.line}
                                   for i in r.launches if i in insts], "reason": r.reason}
-                    for r in sched.refusals if not (len(r.launches) > 1 and any(set(r.launches) <= j for j in joined))],
+                    for r in sched.refusals if r.kind is RefusalKind.NO_WAVES
+                    or not (len(r.launches) > 1 and any(set(r.launches) <= j for j in joined))],
         # launches that follow one another, left apart with no refusal naming them (must stay empty)
         "apart_without_reason": [[{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].statement.line}
                                   for i in pair] for pair in pairs_without_reason(state)],

@@ -15,8 +15,8 @@ latency over the loads one thread keeps in flight, plus its shared accesses and 
 
 A fused launch is composed from the statements it runs: a lane runs its fragments one
 after another (chains add), lanes run side by side in their own blocks (blocks add,
-the longest chain counts), and a wavefront runs each anti-diagonal of cells as one
-launch. Not seen: arithmetic (nothing counts FLOPs), reuse in caches (each launch pays
+the longest chain counts), and a wavefront (or waves of cells, a cooperative launch
+of phases) runs each anti-diagonal of cells as one launch. Not seen: arithmetic (nothing counts FLOPs), reuse in caches (each launch pays
 its footprint at the bandwidth below), divergence, atomic contention, bank conflicts,
 and host work between launches (the same in both programs; the timing harness does not
 measure it either). A loop the analysis cannot bound counts ``UNBOUNDED_TRIPS`` trips.
@@ -160,7 +160,7 @@ def predict(launches: list[tuple[LaunchShape, int]], gpu: GpuSpec = H100, notes:
     items = []
     for shape, count in launches:
         run = execution_us(shape, gpu)
-        launch = gpu.cooperative_launch_us if shape.grid_syncs else gpu.launch_direct_us
+        launch = gpu.cooperative_launch_us if shape.grid_syncs or shape.phases else gpu.launch_direct_us
         items.append(PlannedLaunch(shape, count, max(launch, run), gpu.graph_node_us + run))
     return Prediction(sum(i.count for i in items), sum(i.count * i.direct_us for i in items),
                       sum(i.count * i.graph_us for i in items), tuple(items), notes)
@@ -334,6 +334,7 @@ def registers_of(state) -> dict[str, int]:
     figures = state.check.figures if state.check is not None else {}
     out = {mangled: f.registers for mangled, f in figures.items()}
     names = {k.name for k in state.fused} | {plan.name for plan in state.schedule.cooperative.values()}
+    names |= {plan.name for plan in state.schedule.cell_waves.values()}
     for name in names:  # generated kernels are C++ functions: _Z<length><name>...
         key = next((m for m in figures if m.startswith(f"_Z{len(name)}{name}")), None)
         if key is not None:
@@ -350,6 +351,7 @@ def optimized_launches(state, costs: StatementCosts | None = None) -> list[tuple
     costs = costs or statement_costs(state.model, registers)
     sched = state.schedule
     grouped = {i for g in sched.groups for i in g.launches}
+    grouped |= {i for plan in sched.cell_waves.values() for row in plan.repetition.statements for i in row}
     fused = {fk.group.id: fk for fk in state.fused}
     out: list[tuple[LaunchShape, int]] = []
     shapes: dict[int, tuple[LaunchShape, int]] = {}
@@ -367,8 +369,20 @@ def optimized_launches(state, costs: StatementCosts | None = None) -> list[tuple
         per_wave = cells / max(wave.waves, 1)
         shapes[g.id] = (replace(cell, blocks=math.ceil(cell.blocks * per_wave),
                                 global_bytes=cell.global_bytes * per_wave), wave.waves)
+    for plan in sched.cell_waves.values():  # each wave one launch: its share of the cells side by side
+        rep = plan.repetition
+        per_wave = rep.steps * rep.copies / plan.waves
+        phases = tuple(replace(shapes[p][0], blocks=math.ceil(shapes[p][0].blocks * per_wave),
+                               global_bytes=shapes[p][0].global_bytes * per_wave) for p in plan.phases)
+        out.append((LaunchShape(plan.name, max(p.blocks for p in phases), plan.threads,
+                                max(p.shared_bytes for p in phases), sum(p.global_bytes for p in phases),
+                                ThreadWork(), grid_syncs=len(phases) - 1, registers=registers.get(plan.name),
+                                phases=phases), plan.waves))
+    in_cells = {p for plan in sched.cell_waves.values() for p in plan.phases}
     for g in sched.groups:
         plan = sched.cooperative.get(g.region)
+        if g.id in in_cells:
+            continue
         if plan is None:
             out.append(shapes[g.id])
         elif g.id == plan.phases[0]:  # the region's one cooperative launch, as often as its first phase ran
