@@ -12,16 +12,23 @@ kernel from the pattern (private temporaries in a scratch area per layer).
 
 What ``plan_cell_waves`` proves, else it refuses with the reason:
 
-* the schedule's groups of every copy are the same (by position in the copy), each within
-  one copy, and they can be phases of one cooperative kernel (``fusion.cooperative``);
+* every launch of the pattern can be a fragment, the representative copy's groups each lie
+  within it (``_cell_groups`` says why they are legal for every cell), and they can be
+  phases of one cooperative kernel (``fusion.cooperative``);
+* the copies' pointers into one allocation that is not private all advance by the same
+  stride per layer (so the launches of a cell depend on each other as in every other);
 * isl's scheduler, given the dependences between cells, returns one permutable band
   over (step, layer) (the precondition of the skew), and every dependence between two
   different cells goes to a strictly later anti-diagonal: through allocations that are
   not private (bytes from isl, an inexact access counting as every byte), device globals
-  (every byte) and pointers of unknown origin (every allocation). Private temporaries
+  (every byte); a pointer of unknown origin is refused. Private temporaries
   link different cells only through one layer's scratch area, from a step to a later
-  one, so always to a later anti-diagonal; within a cell the phases keep the order;
-* no kernel of the pattern touches memory the analysis cannot see.
+  one, so always to a later anti-diagonal; within a cell the phases keep the order.
+
+At run time the host first runs the loop without launching and compares every launch's
+shape and arguments with what the pattern gives its cell (taking the allocations' base
+pointers from them); where they differ, or the device cannot launch cooperatively, the
+loop runs as written.
 
 The wave loop is isl's AST over the skewed schedule ``[s, l] -> [s + l, l]``.
 """
@@ -35,7 +42,7 @@ import islpy as isl
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.analysis.repetition import LAYER, Repetition, byte_footprint
 from sirius.fusion.cooperative import cooperative_threads, phases_problem
-from sirius.fusion.schedule import FusionGroup, Refusal, RefusalKind, Schedule
+from sirius.fusion.schedule import FusionGroup, Refusal, RefusalKind, Schedule, fragment_problem
 from sirius.fusion.wavefront import permutable_band, wave_loop
 
 
@@ -137,6 +144,12 @@ def plan_cell_waves(model: ProgramModel, schedule: Schedule, rep: Repetition) ->
     """The waves of ``rep``'s cells, or why not (see the module docstring)."""
     launches = tuple(idx for row in rep.statements for idx in row)
     why = lambda r: Refusal((launches[0], launches[-1]), f"no waves over (step, layer): {r}", RefusalKind.NO_WAVES)
+    insts = {i.statement.index: i for i in model.launches}
+    for idx in rep.statements[REPRESENTATIVE]:
+        problem = fragment_problem(model, insts[idx])
+        if problem is not None:
+            return why(f"{insts[idx].kernel.name} (line {insts[idx].statement.line}) cannot be a fragment: "
+                       f"{problem.text}")
     groups = _cell_groups(schedule, rep)
     if isinstance(groups, str):
         return why(groups)
@@ -173,7 +186,6 @@ def plan_cell_waves(model: ProgramModel, schedule: Schedule, rep: Repetition) ->
         return why("isl's scheduler finds no permutable band over (step, layer)")
     wave_for, lo, hi = wave_loop("s", "l", f"0 <= s < {rep.steps} and 0 <= l < {rep.copies}")
     threads = cooperative_threads(model, groups)
-    insts = {i.statement.index: i for i in model.launches}
     bases = sorted({arg.buffer for idx in launches for _, arg in insts[idx].bindings if arg.kind == "buffer"})
     regions = tuple(sorted({g.region for g in schedule.groups if set(g.launches) & set(launches)}))
     if any(not set(r.launches) <= set(launches) for r in schedule.regions if r.id in regions):

@@ -17,7 +17,7 @@ import pytest
 from sirius.analysis.frontend import CompileJob
 from sirius.analysis.repetition import NotALoop, Repetition, find_repetition
 from sirius.config import CompileFlags, resolve_toolchain
-from sirius.pipeline import OptimizeState, report, run_pipeline
+from sirius.pipeline import PIPELINE, OptimizeState, report, run_pipeline
 
 pytestmark = pytest.mark.toolchain
 
@@ -28,6 +28,16 @@ SIRIUS = str(Path(sys.executable).parent / "sirius")
 
 def optimized(path: Path) -> OptimizeState:
     return run_pipeline(OptimizeState(CompileJob(path, CompileFlags(), resolve_toolchain()), cooperative=True))
+
+
+def planned(path: Path) -> OptimizeState:
+    """The pipeline up to the waves (no code generation, no check of the output)."""
+    state = OptimizeState(CompileJob(path, CompileFlags(), resolve_toolchain()), cooperative=True)
+    for stage in PIPELINE:
+        stage.run(state)
+        if stage.name == "cell-waves":
+            return state
+    raise AssertionError("no cell-waves stage")
 
 
 def variant(tmp_path: Path, *edits: tuple[str, str]) -> Path:
@@ -74,20 +84,20 @@ def test_the_waves_verify_on_the_cpu_backend(tmp_path):
 
 def test_copies_that_differ_in_launch_shape_are_not_a_loop(tmp_path):
     path = variant(tmp_path, ("gate<<<2, 32>>>(t0, w + 2 * H * H", "gate<<<4, 16>>>(t0, w + 2 * H * H"))
-    state = optimized(path)
+    state = planned(path)
     found = find_repetition(state.model)  # only the first two layers are copies of one another
     assert isinstance(found, NotALoop) and "2 copies of 2 launches" in found.reason, found
-    assert not report(state)["cell_waves"]
+    assert not state.schedule.cell_waves
 
 
 def test_copies_that_differ_in_stride_are_not_a_loop(tmp_path):
     path = variant(tmp_path, ("w + 2 * H * H", "w + 3 * H * H"),
                    ("cudaMalloc(&w, sizeof(float) * LAYERS * H * H)", "cudaMalloc(&w, sizeof(float) * 4 * H * H)"))
-    state = optimized(path)
+    state = planned(path)
     found = find_repetition(state.model)
     assert isinstance(found, NotALoop)
     assert "argument w of gate" in found.reason and "does not advance by one stride per copy" in found.reason
-    assert not report(state)["cell_waves"]
+    assert not state.schedule.cell_waves
     assert any("not one loop" in r for r in wave_refusals(state))
 
 
@@ -96,7 +106,7 @@ def test_a_cell_reading_its_own_anti_diagonal_is_refused(tmp_path):
     path = variant(tmp_path, ("(t0, w, in, h_prev)", "(t0, w, in, h_prev + H)"),
                    ("h_next, h_prev + H)", "h_next, h_prev + 2 * H)"),
                    ("h_next + H, h_prev + 2 * H)", "h_next + H, h_prev + 3 * H)"))
-    state = optimized(path)
+    state = planned(path)
     assert isinstance(find_repetition(state.model), Repetition)
-    assert not report(state)["cell_waves"]
+    assert not state.schedule.cell_waves
     assert any("a dependence on h does not go to a later anti-diagonal" in r for r in wave_refusals(state))
