@@ -368,7 +368,7 @@ def _cell_checks(plan, insts, source: bytes) -> tuple[str, list[str]]:
     ``sirius_cells_ok``. Also the conditions, as text for the report."""
     rep = plan.repetition
     loop = rep.loop.range
-    edits, described = [], []
+    checks, described = [], []
     source_step = {rep.iterator: Expr.sym(rep.loop.iterator)}
     for idx in (i for row in rep.statements for i in row):
         inst = insts[idx]
@@ -381,13 +381,8 @@ def _cell_checks(plan, insts, source: bytes) -> tuple[str, list[str]]:
             elif arg.value is not None:
                 conds.append(f"(long long)(sirius_a{idx}_{j}) == (long long)({arg.value.subs(source_step).to_c()})")
         described += conds
-        check = (f"{{ {_temporaries(inst, True)}; sirius_cells_ok = sirius_cells_ok && "
-                 f"{' && '.join(conds) or 'true'}; ++sirius_checked; }}")
-        edits.append((inst.site.range.start_offset - loop.start_offset,
-                      inst.site.range.end_offset - loop.start_offset, check))
-    nest = source[loop.start_offset:loop.end_offset]
-    for start, end, text in sorted(edits, reverse=True):
-        nest = nest[:start] + text.encode() + nest[end:]
+        checks.append((inst, "", conds))
+    nest = _checking_nest(loop, checks, source)
     expected = rep.steps * rep.copies * rep.period
     bases = "".join(f"char* {_base(a)} = nullptr; " for a in plan.allocations)
     guard = (f"{bases}bool sirius_cells_ok = true; long long sirius_checked = 0;\n"
@@ -521,12 +516,29 @@ def _cell_assumptions(inst: LaunchInstance, wave) -> list[str]:
     return conds
 
 
+def _checking_nest(loop, checks, source: bytes) -> bytes:
+    """The source of a loop nest (range ``loop``) with each launch in ``checks`` replaced by
+    a check that does not launch: (launch, declarations first, conditions) evaluates the
+    launch's arguments where it stood, ands the conditions into ``sirius_cells_ok`` and
+    counts itself in ``sirius_checked``."""
+    edits = []
+    for inst, prefix, conds in checks:
+        check = (f"{{ {prefix}{_temporaries(inst, True)}; sirius_cells_ok = sirius_cells_ok && "
+                 f"{' && '.join(conds) or 'true'}; ++sirius_checked; }}")
+        edits.append((inst.site.range.start_offset - loop.start_offset,
+                      inst.site.range.end_offset - loop.start_offset, check))
+    nest = source[loop.start_offset:loop.end_offset]
+    for start, end, text in sorted(edits, reverse=True):
+        nest = nest[:start] + text.encode() + nest[end:]
+    return nest
+
+
 def _wave_guard(group: FusionGroup, wave, insts, source: bytes) -> tuple[str, list[str]]:
     """The loop nest run once without launching: every launch's shape and arguments are
     evaluated where they stood and compared with what the wave kernel assumes for that
     cell (see ``_cell_assumptions``), and the cells are counted. Sets ``sirius_cells_ok``."""
     loop = wave.outer_loop.range
-    edits, described = [], []
+    checks, described = [], []
     for idx in group.launches:
         inst = insts[idx]
         conds = _cell_assumptions(inst, wave)
@@ -534,13 +546,8 @@ def _wave_guard(group: FusionGroup, wave, insts, source: bytes) -> tuple[str, li
         names = "".join(f"const int {model_name} = (int)({written}); "
                         for model_name, written in zip((wave.outer, wave.inner), wave.source_iterators)
                         if model_name != written)
-        check = (f"{{ {names}{_temporaries(inst, True)}; sirius_cells_ok = sirius_cells_ok && "
-                 f"{' && '.join(conds)}; ++sirius_checked; }}")
-        edits.append((inst.site.range.start_offset - loop.start_offset,
-                      inst.site.range.end_offset - loop.start_offset, check))
-    nest = source[loop.start_offset:loop.end_offset]
-    for start, end, text in sorted(edits, reverse=True):
-        nest = nest[:start] + text.encode() + nest[end:]
+        checks.append((inst, names, conds))
+    nest = _checking_nest(loop, checks, source)
     expected = wave.extents[0] * wave.extents[1] * len(group.launches)
     guard = ("bool sirius_cells_ok = true; long long sirius_checked = 0;\n"
              "  /* sirius: the loop nest once without launching, to check the values the wavefront assumes */\n"
