@@ -30,7 +30,10 @@ shape and arguments with what the pattern gives its cell (taking the allocations
 pointers from them); where they differ, or the device cannot launch cooperatively, the
 loop runs as written.
 
-The wave loop is isl's AST over the skewed schedule ``[s, l] -> [s + l, l]``.
+The wave loop is isl's AST over the skewed schedule ``[s, l] -> [s + l, l]``: on the host,
+one launch per wave; or, ``persistent``, in the kernel, one launch in all with a grid
+barrier between two waves (each wave's cells read what the waves before wrote, in any
+block).
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ class CellWaves:
     allocations: tuple[str, ...]  # allocations whose base pointers the kernel needs
     regions: tuple[int, ...]  # the schedule's regions the loop body holds
     groups_before: tuple[FusionGroup, ...] = ()  # the schedule's groups before the waves took the loop
+    persistent: bool = False  # all waves in one launch, a grid barrier between two waves
 
     @property
     def name(self) -> str:
@@ -67,8 +71,8 @@ class CellWaves:
 
     @property
     def launches(self) -> int:
-        """Launches per run of the program: one per wave."""
-        return self.waves
+        """Launches per run of the program: one per wave, or one in all."""
+        return 1 if self.persistent else self.waves
 
 
 REPRESENTATIVE = 1  # the copy whose fused groups are the phases (the first may read a loop input instead)

@@ -318,8 +318,8 @@ def _cell_wave_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
     a loop over (cell, block of the phase) virtual blocks; after the last wave, the last
     step's private values copied to where the original program left them."""
     rep = plan.repetition
-    body = [line for k in phases for line in _locals(k, f"sirius_pool_{k.group.id}")]
-    body.append("  const unsigned sirius_cells = (unsigned)(sirius_hi - sirius_lo + 1);")
+    locals_ = [line for k in phases for line in _locals(k, f"sirius_pool_{k.group.id}")]
+    body = ["  const unsigned sirius_cells = (unsigned)(sirius_hi - sirius_lo + 1);"]
     for n, k in enumerate(phases):
         if n:
             body.append("  cooperative_groups::this_grid().sync();  // the next phase reads what this one wrote")
@@ -350,16 +350,25 @@ def _cell_wave_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
                         f"blockDim.x) {_base(piece.buffer)}[{piece.offset} + sirius_i] = sirius_scratch[{piece.slot} + "
                         "sirius_i];")
         body.append("  }")
-    params = ["const int sirius_w", "const int sirius_lo", "const int sirius_hi"] + \
-        [f"char* const {_base(a)}" for a in plan.allocations]
+    bases = [f"char* const {_base(a)}" for a in plan.allocations]
+    if plan.persistent:  # the wave loop in the kernel: a grid barrier between two waves
+        params = bases
+        body = ([f"  {plan.wave_for} {{", f"    const int sirius_lo = {plan.lo};", f"    const int sirius_hi = {plan.hi};"]
+                + ["  " + line for line in body] +
+                [f"    if (sirius_w < {plan.waves - 1}) cooperative_groups::this_grid().sync();  // the next wave "
+                 "reads what this one wrote", "  }"])
+        what = "one launch runs every wave, a grid barrier between two"
+    else:
+        params = ["const int sirius_w", "const int sirius_lo", "const int sirius_hi"] + bases
+        what = "one launch runs the cells with step + layer = sirius_w"
     scratch = ""
     if rep.cell_bytes:
         scratch = (f"// the private temporaries of each layer's cell ({rep.cell_bytes} bytes each)\n"
                    f"static __device__ __align__(256) char {plan.name}_scratch[{rep.cell_bytes * rep.copies}];\n")
-        body.insert(0, f"  char* const sirius_scratch = {plan.name}_scratch;")
+        locals_.insert(0, f"  char* const sirius_scratch = {plan.name}_scratch;")
     return (f"{scratch}// waves of cells: cell (step, layer) runs copy 'layer' of the loop body's {rep.period} launches "
-            f"at 'step'; one launch runs the cells with step + layer = sirius_w, {len(phases)} phases\n"
-            f"{_signature(plan.name, params, plan.threads)} {{\n" + "\n".join(body) + "\n}\n")
+            f"at 'step'; {what}; {len(phases)} phases\n"
+            f"{_signature(plan.name, params, plan.threads)} {{\n" + "\n".join(locals_ + body) + "\n}\n")
 
 
 def _cell_checks(plan, insts, source: bytes) -> tuple[str, list[str]]:
@@ -402,18 +411,24 @@ def _cell_wave_host(plan, phases: list[KernelIR], insts, source: bytes) -> str:
     guard, _ = _cell_checks(plan, insts, source)
     loop = rep.loop.range
     original = source[loop.start_offset:loop.end_offset].decode()
-    args = ", ".join(["(void*)&sirius_w", "(void*)&sirius_lo", "(void*)&sirius_hi"] +
-                     [f"(void*)&{_base(a)}" for a in plan.allocations])
+    bases = [f"(void*)&{_base(a)}" for a in plan.allocations]
+    if plan.persistent:
+        launch = (f"  {{ void* sirius_args[] = {{{', '.join(bases) or 'nullptr'}}};\n"
+                  f"    cudaLaunchCooperativeKernel({plan.name}, dim3(sirius_grid), dim3({plan.threads}), sirius_args, "
+                  f"{dynamic}, 0); }}\n")
+    else:
+        launch = (f"  {plan.wave_for} {{\n"
+                  f"    int sirius_lo = {plan.lo};\n"
+                  f"    int sirius_hi = {plan.hi};\n"
+                  f"    void* sirius_args[] = {{{', '.join(['(void*)&sirius_w', '(void*)&sirius_lo', '(void*)&sirius_hi'] + bases)}}};\n"
+                  f"    cudaLaunchCooperativeKernel({plan.name}, dim3(sirius_grid), dim3({plan.threads}), sirius_args, "
+                  f"{dynamic}, 0);\n  }}\n")
+    how = "in one cooperative launch, a grid barrier between two waves" if plan.persistent else \
+        "every cell (step, layer) on one anti-diagonal runs in one cooperative launch"
     return (f"{{ /* sirius: waves of cells: the loop body is {rep.copies} copies (layers) of {rep.period} launches; "
-            "every cell (step, layer) on one anti-diagonal runs in one cooperative launch */\n  " + guard +
+            f"{how} */\n  " + guard +
             "  " + _cooperative_grid(plan.name, plan.threads, dynamic, blocks) +
-            "  if (sirius_cells_ok && sirius_coop && sirius_grid > 0) {\n"
-            f"  {plan.wave_for} {{\n"
-            f"    int sirius_lo = {plan.lo};\n"
-            f"    int sirius_hi = {plan.hi};\n"
-            f"    void* sirius_args[] = {{{args}}};\n"
-            f"    cudaLaunchCooperativeKernel({plan.name}, dim3(sirius_grid), dim3({plan.threads}), sirius_args, "
-            f"{dynamic}, 0);\n  }}\n"
+            "  if (sirius_cells_ok && sirius_coop && sirius_grid > 0) {\n" + launch +
             "  } else { /* sirius: not the values optimized for, or no cooperative launches: the loop as written */\n"
             f"  {original}\n  }}\n}}")
 

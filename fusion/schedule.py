@@ -874,8 +874,16 @@ def build_schedule(model: ProgramModel, uar: UAR, source: str, arrangement: str 
 
 def wavefront_declined(model: ProgramModel, policy: FusionPolicy, group: FusionGroup) -> Refusal | None:
     """None when ``policy`` takes the legal wavefront of ``group``; the refusal when it declines it."""
+    return waves_declined(model, policy, [list(lane.launches) for lane in group.lanes])
+
+
+def waves_declined(model: ProgramModel, policy: FusionPolicy, lanes: list[list[int]]) -> Refusal | None:
+    """None when ``policy`` takes legal waves over ``lanes`` (a wavefront's lane, or the
+    copies of a repeated layer pattern, one lane each); the refusal when it declines them."""
     inst = {i.statement.index: i for i in model.launches}
-    merge = Merge.of(MergeKind.WAVEFRONT, [[inst[i] for i in lane.launches] for lane in group.lanes], [], True)
+    merge = Merge.of(MergeKind.WAVEFRONT, [[inst[i] for i in lane] for lane in lanes], [], True)
     if accepts(policy, merge):
         return None
-    return Refusal(tuple(group.launches), declined(policy, merge), RefusalKind.POLICY)
+    launches = tuple(i for lane in lanes for i in lane)
+    return Refusal((launches[0], launches[-1]) if len(lanes) > 1 else launches, declined(policy, merge),
+                   RefusalKind.POLICY)

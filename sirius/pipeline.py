@@ -8,6 +8,8 @@ generation needs the schedule.
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -28,7 +30,8 @@ from sirius.fusion.promises import BrokenPromise, keep_promises, split_group
 from sirius.fusion.read_once import read_shared_inputs_once
 from sirius.fusion.redundant_barriers import eliminate_redundant_barriers
 from sirius.fusion.policies import FusionPolicy, Greedy, policy_name
-from sirius.fusion.schedule import Refusal, RefusalKind, Schedule, build_schedule, wavefront_declined
+from sirius.fusion.schedule import (Refusal, RefusalKind, Schedule, build_schedule, wavefront_declined,
+                                    waves_declined)
 from sirius.fusion.shared_overlay import overlay_shared_memory
 from sirius.fusion.wavefront import Wavefront, plan_wavefront
 
@@ -69,6 +72,7 @@ class OptimizeState:
     passes: tuple[str, ...] = tuple(p.name for p in KERNEL_PASSES)  # kernel passes switched on
     cooperative: bool = False  # a region's groups as phases of one cooperative launch (fusion.cooperative)
     policy: FusionPolicy = field(default_factory=Greedy)  # chooses among the legal merges (fusion.policies)
+    persistent: bool = False  # waves of cells as one launch, a grid barrier between waves (fusion.cell_waves)
     source: str = ""
     model: ProgramModel | None = None
     uar: UAR | None = None
@@ -133,7 +137,11 @@ def _cell_waves(st: OptimizeState) -> None:
     if isinstance(plan, Refusal):
         st.schedule.refusals.append(plan)
         return
-    install_cell_waves(st.schedule, plan)
+    refused = waves_declined(st.model, st.policy, [list(row) for row in found.statements])
+    if refused is not None:
+        st.schedule.refusals.append(refused)
+        return
+    install_cell_waves(st.schedule, dataclasses.replace(plan, persistent=st.persistent))
 
 
 def _cooperative(st: OptimizeState) -> None:
@@ -256,13 +264,15 @@ def run_pipeline(state: OptimizeState, print_after: str | None = None,
 
 
 def rearrange(state: OptimizeState, arrangement: str, passes: tuple[str, ...] | None = None,
-              cooperative: bool | None = None, policy: FusionPolicy | None = None) -> OptimizeState:
+              cooperative: bool | None = None, policy: FusionPolicy | None = None,
+              persistent: bool | None = None) -> OptimizeState:
     """The same analysis scheduled with another arrangement (and other kernel passes,
-    cooperative launches on or off, or another fusion policy, if given): reruns the stages
-    from the schedule on."""
+    cooperative launches on or off, another fusion policy, waves of cells in one launch or
+    not, if given): reruns the stages from the schedule on."""
     other = OptimizeState(state.job, state.entry, arrangement, state.passes if passes is None else passes,
                           state.cooperative if cooperative is None else cooperative,
                           state.policy if policy is None else policy,
+                          state.persistent if persistent is None else persistent,
                           source=state.source, model=state.model, uar=state.uar)
     _schedule(other)
     _wavefront(other)
@@ -347,6 +357,7 @@ def report(state: OptimizeState) -> dict[str, Any]:
             for plan in sched.cooperative.values()],
         "cell_waves": [{
             "kernel": plan.name, "threads": plan.threads, "steps": plan.repetition.steps,
+            "persistent": plan.persistent, "launches": plan.launches,
             "layers": plan.repetition.copies, "launches_per_layer": plan.repetition.period, "waves": plan.waves,
             "grid_barriers_per_wave": len(plan.phases) - 1, "private": list(plan.repetition.private),
             "scratch_bytes": plan.repetition.cell_bytes * plan.repetition.copies,

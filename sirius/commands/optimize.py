@@ -45,6 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "the device cannot launch it cooperatively); and a loop body of copies of one launch "
                              "pattern (unrolled layers) as waves of (step, layer) cells, one cooperative launch per "
                              "anti-diagonal")
+    parser.add_argument("--persistent", action="store_true",
+                        help="with --cooperative: run the waves of cells as one launch, a grid barrier between "
+                             "two waves, instead of one launch per wave")
     parser.add_argument("--entry", default="main", help="host function whose launches are optimized (default main)")
     parser.add_argument("--emit-candidates", metavar="DIR",
                         help="also write every arrangement (auto, vertical, horizontal) as a complete program "
@@ -125,10 +128,12 @@ def _render(rep: dict) -> str:
                      f"{c['grid_barriers']} grid barriers: {phases}")
     for c in rep.get("cell_waves", ()):
         phases = " | ".join(", ".join(f"{m['kernel']} (line {m['line']})" for m in phase) for phase in c["phases"])
+        how = ("all waves in one cooperative launch, a grid barrier between two" if c["persistent"] else
+               "one cooperative launch per anti-diagonal of (step, layer)")
         lines.append(f"  {c['kernel']}: waves of cells: the loop body is {c['layers']} copies (layers) of "
-                     f"{c['launches_per_layer']} launches over {c['steps']} steps; one cooperative launch per "
-                     f"anti-diagonal of (step, layer), {c['waves']} waves, {c['grid_barriers_per_wave']} grid barriers "
-                     f"each; private temporaries in {c['scratch_bytes']} bytes of scratch: {phases}")
+                     f"{c['launches_per_layer']} launches over {c['steps']} steps; {how}; {c['waves']} waves, "
+                     f"{c['grid_barriers_per_wave']} grid barriers within each; private temporaries in "
+                     f"{c['scratch_bytes']} bytes of scratch: {phases}")
     for r in rep["refused"]:
         who = ", ".join(f"{m['kernel']} (line {m['line']})" for m in r["launches"])
         lines.append(f"  not fused: {who}: {r['reason']}")
@@ -187,7 +192,10 @@ def execute(args: argparse.Namespace) -> int:
     passes = selected_passes(args.passes, args.disable_pass)
     policy = load_policy(args.policy)
     job = CompileJob(program, compile_flags_from_args(args), toolchain)
-    state = run_pipeline(OptimizeState(job, args.entry, args.arrangement, passes, args.cooperative, policy),
+    if args.persistent and not args.cooperative:
+        raise InputError("error: --persistent needs --cooperative (it changes how the waves of cells launch)")
+    state = run_pipeline(OptimizeState(job, args.entry, args.arrangement, passes, args.cooperative, policy,
+                                       args.persistent),
                          args.print_after, _dump)
     rep = report(state)
     if output is None:  # -o -: the program on standard output, the summary on standard error

@@ -19,8 +19,11 @@ from sirius.tuning.cost_model import (GpuSpec, H100, Prediction, optimized_launc
 
 # kernel-pass settings tried with each arrangement: all passes, and fusion alone
 PASS_SETTINGS: tuple[tuple[str, tuple[str, ...] | None], ...] = (("all-passes", None), ("fusion-alone", ()))
-# (arrangement, cooperative launches): every arrangement, and auto with each region as one cooperative launch
-SCHEDULES: tuple[tuple[str, bool], ...] = tuple((a, False) for a in ARRANGEMENTS) + (("auto", True),)
+# (arrangement, cooperative launches, persistent waves): every arrangement; auto with each region as one
+# cooperative launch (and a repeated layer pattern as waves of cells, one launch per wave); and those waves in
+# one persistent launch (only where a program has them: elsewhere it is the same program)
+SCHEDULES: tuple[tuple[str, bool, bool], ...] = tuple((a, False, False) for a in ARRANGEMENTS) + (
+    ("auto", True, False), ("auto", True, True))
 
 ORIGINAL = "original"
 
@@ -52,12 +55,17 @@ def generate_candidates(state: OptimizeState, gpu: GpuSpec = H100) -> list[Candi
     original = predict(original_launches(state.model, costs), gpu, notes)
     out = [Candidate(ORIGINAL, None, (), state.source, original.launches, original)]
     by_text: dict[str, int] = {state.source: 0}  # an arrangement that fuses nothing is the original
-    for arrangement, cooperative in SCHEDULES:
+    has_waves = False
+    for arrangement, cooperative, persistent in SCHEDULES:
+        if persistent and not has_waves:
+            continue
         for label, passes in PASS_SETTINGS:
             chosen = tuple(pass_names()) if passes is None else passes
-            same = (arrangement, chosen, cooperative) == (state.arrangement, state.passes, state.cooperative)
-            st = state if same else rearrange(state, arrangement, chosen, cooperative)
-            name = f"{arrangement}{'+cooperative' if cooperative else ''}/{label}"
+            same = (arrangement, chosen, cooperative, persistent) == (state.arrangement, state.passes,
+                                                                      state.cooperative, state.persistent)
+            st = state if same else rearrange(state, arrangement, chosen, cooperative, persistent=persistent)
+            has_waves = has_waves or bool(st.schedule.cell_waves)
+            name = f"{arrangement}{'+cooperative' if cooperative else ''}{'+persistent' if persistent else ''}/{label}"
             if st.output in by_text:
                 k = by_text[st.output]
                 out[k] = Candidate(**{**out[k].__dict__, "same_as": out[k].same_as + (name,)})

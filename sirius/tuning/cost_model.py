@@ -374,10 +374,12 @@ def optimized_launches(state, costs: StatementCosts | None = None) -> list[tuple
         per_wave = rep.steps * rep.copies / plan.waves
         phases = tuple(replace(shapes[p][0], blocks=math.ceil(shapes[p][0].blocks * per_wave),
                                global_bytes=shapes[p][0].global_bytes * per_wave) for p in plan.phases)
+        if plan.persistent:  # one launch: every wave's phases, a grid barrier between each two
+            phases = phases * plan.waves
         out.append((LaunchShape(plan.name, max(p.blocks for p in phases), plan.threads,
                                 max(p.shared_bytes for p in phases), sum(p.global_bytes for p in phases),
                                 ThreadWork(), grid_syncs=len(phases) - 1, registers=registers.get(plan.name),
-                                phases=phases), plan.waves))
+                                phases=phases), plan.launches))
     in_cells = {p for plan in sched.cell_waves.values() for p in plan.phases}
     for g in sched.groups:
         plan = sched.cooperative.get(g.region)

@@ -3,7 +3,8 @@ copies of one launch pattern (unrolled layers) is read as a loop over layers, an
 anti-diagonal of (step, layer) runs as one cooperative launch. The program of
 tests/filecheck/optimize_layer_waves.cu (3 layers x 2 launches, 5 steps) and variants of
 it: copies that differ in launch shape or in stride are not a loop; a cell that reads what
-a cell of the same anti-diagonal writes is refused; the waves verify on the CPU backend."""
+a cell of the same anti-diagonal writes is refused; the waves (one launch per wave, or all
+in one persistent launch) verify on the CPU backend."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from sirius.analysis.frontend import CompileJob
 from sirius.analysis.repetition import NotALoop, Repetition, find_repetition
 from sirius.config import CompileFlags, resolve_toolchain
 from sirius.pipeline import PIPELINE, OptimizeState, report, run_pipeline
+from sirius.tuning.cost_model import predict_program
 
 pytestmark = pytest.mark.toolchain
 
@@ -69,6 +71,10 @@ def test_the_unrolled_layers_are_a_loop_with_private_temporaries():
     [cells] = rep["cell_waves"]
     assert (cells["waves"], cells["grid_barriers_per_wave"], cells["layers"]) == (7, 1, 3)
     assert not rep["apart_without_reason"] and rep["promise_check"]["kernels_checked"] == 1
+    # the cost model: one cooperative launch per wave, its share of the 15 cells in each of the 2 phases
+    original, fused = predict_program(state)
+    [waves] = [i for i in fused.items if i.shape.phases]
+    assert (original.launches, fused.launches, waves.count, waves.shape.grid_syncs) == (30, 7, 7, 1)
 
 
 def test_the_waves_verify_on_the_cpu_backend(tmp_path):
@@ -80,6 +86,21 @@ def test_the_waves_verify_on_the_cpu_backend(tmp_path):
                             env={**os.environ, "SIRIUS_LAUNCH_LOG": str(log)})
     assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
     assert log.read_text().split() == ["sirius_cells_0"] * 7
+
+
+def test_the_waves_in_one_persistent_launch_verify(tmp_path):
+    out, log = tmp_path / "persistent.cu", tmp_path / "launches.txt"
+    alone = subprocess.run([SIRIUS, "optimize", str(PROGRAM), "--persistent", "-o", str(out)],
+                           capture_output=True, text=True)
+    assert alone.returncode == 2 and "--persistent needs --cooperative" in alone.stderr
+    proc = subprocess.run([SIRIUS, "optimize", str(PROGRAM), "--cooperative", "--persistent", "-o", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and "all waves in one cooperative launch" in proc.stdout, proc.stdout + proc.stderr
+    assert "for (int sirius_w = 0; sirius_w <= 6; sirius_w += 1) {" in out.read_text().split("sirius_cells_0(")[1]
+    verify = subprocess.run([SIRIUS, "verify", str(PROGRAM), str(out)], capture_output=True, text=True,
+                            env={**os.environ, "SIRIUS_LAUNCH_LOG": str(log)})
+    assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
+    assert log.read_text().split() == ["sirius_cells_0"]
 
 
 def test_copies_that_differ_in_launch_shape_are_not_a_loop(tmp_path):
