@@ -127,8 +127,11 @@ class NotALoop:
 
 def byte_footprint(inst: LaunchInstance, param: str, kind: str, iterator: str) -> isl.Set | None:
     """The bytes of its allocation that the launch's accesses of ``kind`` ("read" or
-    "write") through parameter ``param`` touch, as a set ``{ [step, byte] }`` (the other
-    parameters of the maps projected out); None when some such access is not exact."""
+    "write") through parameter ``param`` touch, as a set ``{ [step, byte] }``; None when
+    some such access is not exact. Reads may be more bytes than are read (the values of
+    scalars the analysis does not know are projected out); writes are exactly the bytes
+    written (None where they depend on such a scalar), as the proof of private
+    temporaries needs."""
     out = isl.Set("{ [s, b] : 1 = 0 }")
     for m in inst.maps:
         a = m.access
@@ -148,9 +151,17 @@ def byte_footprint(inst: LaunchInstance, param: str, kind: str, iterator: str) -
             got = got.move_dims(isl.dim_type.set, 0, isl.dim_type.param, pos, 1)
         else:
             got = got.insert_dims(isl.dim_type.set, 0, 1)
+        if kind == "write" and got.dim(isl.dim_type.param) and not _one_value(got.params()):
+            return None  # bytes written for some value of a scalar the analysis does not know: not all written
         got = got.project_out(isl.dim_type.param, 0, got.dim(isl.dim_type.param)).reset_tuple_id()
         out = out.union(got)
     return out
+
+
+def _one_value(params: isl.Set) -> bool:
+    """The parameters can take one value only (a kernel loop's exit value, say)."""
+    params = params.move_dims(isl.dim_type.set, 0, isl.dim_type.param, 0, params.dim(isl.dim_type.param))
+    return params.is_singleton()
 
 
 def _shift(footprint: isl.Set, offset: Expr, iterator: str) -> isl.Set:
@@ -244,9 +255,9 @@ class _Privatizer:
                 touched[p] = (r, w)
             for p, name, arg in mine:
                 r, w = touched[p]
-                if any(q != p and b.buffer == arg.buffer and not w.intersect(touched[q][0]).is_empty()
-                       for q, _, b in mine):
-                    refused[arg.buffer] = f"{here} reads and writes the same bytes of it"
+                others = [touched[q][0].union(touched[q][1]) for q, _, b in mine if q != p and b.buffer == arg.buffer]
+                if any(not w.intersect(bytes_).is_empty() for bytes_ in others):
+                    refused[arg.buffer] = f"{here} reaches the bytes it writes of it through another pointer too"
                     return None
                 if r.is_empty():
                     continue
