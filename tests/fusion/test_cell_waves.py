@@ -131,3 +131,19 @@ def test_a_cell_reading_its_own_anti_diagonal_is_refused(tmp_path):
     assert isinstance(find_repetition(state.model), Repetition)
     assert not state.schedule.cell_waves
     assert any("a dependence on h does not go to a later anti-diagonal" in r for r in wave_refusals(state))
+
+
+def test_a_temporary_written_up_to_an_unknown_bound_is_not_private(tmp_path):
+    # gate writes t only below a bound the host computes at run time: which bytes a copy
+    # writes is unknown, so a later read may see another copy's values: not a private temporary
+    text = PROGRAM.read_text()
+    text = text.replace("const float* prev) {", "const float* prev, int n) {").replace("  t[i] = acc;", "  if (i < n) t[i] = acc;")
+    text = text.replace("int main() {", "int main(int argc, char** argv) {\n  int limit = argc > 99 ? 32 : H;")
+    text = "\n".join(line.replace(");", ", limit);") if "gate<<<" in line else line for line in text.splitlines())
+    path = tmp_path / "bounded.cu"
+    path.write_text(text)
+    state = planned(path)
+    found = find_repetition(state.model)
+    assert isinstance(found, NotALoop), found
+    assert "t0 is not private: an access of gate" in found.reason and "is not exact" in found.reason
+    assert not state.schedule.cell_waves
