@@ -45,6 +45,7 @@ import islpy as isl
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.analysis.repetition import LAYER, Repetition, byte_footprint
 from sirius.fusion.cooperative import cooperative_threads, phases_problem
+from sirius.fusion.kernel_ir import Barrier
 from sirius.fusion.schedule import FusionGroup, Refusal, RefusalKind, Schedule, fragment_problem
 from sirius.fusion.wavefront import permutable_band, wave_loop
 
@@ -211,3 +212,29 @@ def uninstall_cell_waves(schedule: Schedule, plan: CellWaves) -> None:
     """The loop's launches as the schedule had them before ``install_cell_waves``."""
     schedule.cell_waves = {r: p for r, p in schedule.cell_waves.items() if p is not plan}
     schedule.groups = list(plan.groups_before)
+
+
+def narrowest_block(model: ProgramModel, plan: CellWaves, phases: list) -> CellWaves:
+    """``plan`` with the smallest block its phases allow, once their barriers are placed
+    (``phases``: their kernel IR). The plan takes the largest block of the phases that may
+    synchronize, counting a phase of several launches as one (barriers between fragments
+    are placed later); a phase that has no barrier after all, no shared memory and no
+    warp operations can run its threads in turns in a smaller block (``fusion.cooperative``),
+    so that the phases that do synchronize fill their blocks."""
+    insts = {i.statement.index: i for i in model.launches}
+
+    def kernels(lane):
+        return [insts[f.launch].kernel for f in lane.fragments]
+
+    def synchronizes(k, lane) -> bool:
+        return any(isinstance(step, Barrier) for step in lane.body) or any(m.barriers for m in kernels(lane))
+
+    def talks(k, lane) -> bool:
+        return synchronizes(k, lane) or any(m.shared or m.warp_ops for m in kernels(lane))
+
+    lanes = [(k, lane) for k in phases for lane in k.lanes]
+    sizes = {lane.threads for k, lane in lanes if synchronizes(k, lane)}
+    threads = max(sizes) if sizes else max(lane.threads for _, lane in lanes)
+    if threads >= plan.threads or any(lane.threads > threads and talks(k, lane) for k, lane in lanes):
+        return plan
+    return replace(plan, threads=threads)

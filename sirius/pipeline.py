@@ -21,7 +21,7 @@ from sirius.fusion.barriers import place_barriers
 from sirius.fusion.check import CheckResult, check_program
 from sirius.fusion.code_motion import interleave_fragments
 from sirius.analysis.repetition import NotALoop, find_repetition
-from sirius.fusion.cell_waves import install_cell_waves, plan_cell_waves, uninstall_cell_waves
+from sirius.fusion.cell_waves import install_cell_waves, narrowest_block, plan_cell_waves, uninstall_cell_waves
 from sirius.fusion.cooperative import plan_cooperative
 from sirius.fusion.codegen import generate
 from sirius.fusion.host_constants import propagate_host_constants
@@ -160,6 +160,14 @@ def _barriers(st: OptimizeState) -> None:
     st.kernels = place_barriers(st.kernels, st.uar)
 
 
+def _cell_block(st: OptimizeState) -> None:
+    for region, plan in list(st.schedule.cell_waves.items()):
+        phases = [k for k in st.kernels if k.group.id in plan.phases]
+        narrow = narrowest_block(st.model, plan, phases)
+        st.schedule.cell_waves[region] = narrow
+        st.kernels = [dataclasses.replace(k, wave=narrow) if k.wave is plan else k for k in st.kernels]
+
+
 def _promises(st: OptimizeState) -> None:
     st.kernels, st.promises_dropped = keep_promises(st.kernels, st.model, st.schedule)
 
@@ -177,7 +185,7 @@ def _codegen(st: OptimizeState) -> None:
 
 def _fuse(st: OptimizeState) -> None:
     """The stages from the schedule to the text again (after the schedule changed)."""
-    for stage in (_lower, _barriers, _promises, _passes, _codegen):
+    for stage in (_lower, _barriers, _cell_block, _promises, _passes, _codegen):
         stage(st)
 
 
@@ -241,6 +249,7 @@ PIPELINE: tuple[Stage, ...] = (
                                        "grid barriers between them"),
     Stage("lower", _lower, "one fused kernel per group: parameters, lanes, fragments, shared arrays (kernel IR)"),
     Stage("barriers", _barriers, "the __syncthreads() each lane needs, with what it orders"),
+    Stage("cell-block", _cell_block, "waves of cells: the smallest block the phases allow, their barriers known"),
     Stage("promises", _promises, "keep only the __restrict__ promises the alias facts prove; split groups "
                                  "whose read-only-cache loads another fragment would write"),
     Stage("passes", _passes, "the kernel passes switched on (--passes): " + ", ".join(pass_names())),
