@@ -47,6 +47,10 @@ from sirius.analysis.symbolic import Expr
 
 LAYER = "sirius_layer"  # the recognised loop's iterator, as Exprs and the generated code name it
 SLOT_ALIGNMENT = 256  # bytes: every slot starts as aligned as an allocation
+# the search for copies among other launches (only to say why a body is not a loop) is cubic:
+# bodies and copies larger than these are not searched
+MAX_SCANNED_BODY = 256
+MAX_SCANNED_PERIOD = 32
 
 
 @dataclass(frozen=True)
@@ -205,15 +209,18 @@ def _affine_in_layer(values: list[Expr], first: int) -> Expr | None:
 class _Privatizer:
     """The private-temporary proof of the module docstring, for one candidate pattern."""
 
-    def __init__(self, model: ProgramModel, insts: dict[int, LaunchInstance], table: list[list[int]],
-                 iterator: str, steps: int):
+    def __init__(self, insts: dict[int, LaunchInstance], table: list[list[int]], iterator: str, steps: int):
         self.insts, self.table, self.iterator, self.steps = insts, table, iterator, steps
         self.domain = isl.Set(f"{{ [s, b] : 0 <= s < {steps} }}")
-        self.extents: dict[tuple[int, int], int] = {}  # slot key -> bytes from the pointer
+        self._footprints: dict[tuple[int, str, str], isl.Set | None] = {}
+        self.extents: dict[tuple[int, int], tuple[int, int]] = {}  # slot key -> (first, last) byte from the pointer
 
     def footprint(self, idx: int, param: str, kind: str) -> isl.Set | None:
-        got = byte_footprint(self.insts[idx], param, kind, self.iterator)
-        return None if got is None else got.intersect(self.domain)
+        key = (idx, param, kind)
+        if key not in self._footprints:
+            got = byte_footprint(self.insts[idx], param, kind, self.iterator)
+            self._footprints[key] = None if got is None else got.intersect(self.domain)
+        return self._footprints[key]
 
     def plan(self, allocs: set[str]) -> tuple[dict, dict[str, str]]:
         """For each (position, argument) pointing into one of ``allocs``: ("def", slot key, 0)
@@ -314,7 +321,7 @@ def _written_in_loop(insts: dict[int, LaunchInstance], statements: list[int]) ->
     return out
 
 
-def _arguments(model: ProgramModel, insts, table: list[list[int]], iterator: str, steps: int
+def _arguments(insts, table: list[list[int]], iterator: str, steps: int
                ) -> tuple[tuple[tuple[PatternArgument, ...], ...], tuple[str, ...], int, tuple] | str:
     """The pattern's arguments (module docstring), or why the copies are not one loop."""
     k, m = len(table), len(table[0])
@@ -329,7 +336,7 @@ def _arguments(model: ProgramModel, insts, table: list[list[int]], iterator: str
                     len({a.buffer for a in args}) > 1 or any(a.offset is None for a in args)
                     or _affine_in_layer([a.offset for a in args], 0) is None):
                 irregular |= {a.buffer for a in args if a.buffer in written}
-    privatizer = _Privatizer(model, insts, table, iterator, steps)
+    privatizer = _Privatizer(insts, table, iterator, steps)
     candidates, refused = set(irregular), {}
     while True:
         plan, why = privatizer.plan(candidates)
@@ -408,7 +415,9 @@ def _copies_inside(launches: list[HostStatement]) -> tuple[int, int, int] | None
     """The longest run of two or more copies of one launch sequence inside a body that is not
     all copies: (first launch, launches per copy, copies)."""
     n, best = len(launches), None
-    for m in range(1, n // 2 + 1):
+    if n > MAX_SCANNED_BODY:
+        return None
+    for m in range(1, min(n // 2, MAX_SCANNED_PERIOD) + 1):
         for start in range(n - 2 * m + 1):
             k = 1
             while start + (k + 1) * m <= n and all(_same_shape(launches[start + k * m + i], launches[start + i])
@@ -460,7 +469,7 @@ def find_repetition(model: ProgramModel) -> Repetition | NotALoop | None:
         reasons = []
         for m in periods:
             table = [list(indices[c * m:(c + 1) * m]) for c in range(len(indices) // m)]
-            got = _arguments(model, insts, table, info.iterator, steps)
+            got = _arguments(insts, table, info.iterator, steps)
             if isinstance(got, str):
                 reasons.append(f"as {len(table)} copies of {m} launches: {got}")
                 continue
