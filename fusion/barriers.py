@@ -32,7 +32,11 @@ def _lane_with_barriers(lane: Lane, uar: UAR) -> Lane:
         orders = [Ordering("block dependence", d.src, frag.launch, d.buffer) for d in uar.dependences
                   if d.dst == frag.launch and d.src in earlier and d.same_iteration and d.width == "block"]
         if frag.reindex_needs_barrier:
-            orders.append(Ordering("re-indexed dependence", lane.fragments[0].launch, frag.launch, ""))
+            # the fragments it depends on (any width: the re-indexing made some block-level);
+            # the one just before it when none is recorded
+            sources = [d.src for d in uar.dependences
+                       if d.dst == frag.launch and d.src in earlier and d.same_iteration] or earlier[-1:]
+            orders += [Ordering("re-indexed dependence", src, frag.launch, "") for src in dict.fromkeys(sources)]
         orders += [Ordering("shared array reuse", since_barrier[a], frag.launch, a)
                    for a in frag.shared if a in since_barrier]
         if orders:

@@ -59,6 +59,7 @@ PROBES: dict[str, Probe] = {
     "d2d_copy_between.cu": Probe(("affine", "mul"), apart=True, reason=("cudaMemcpy",)),
     "shared_56k.cu": Probe(("tile_shift", "window_flip"), nvcc=True, fits=True,
                            emits=("cudaFuncAttributeMaxDynamicSharedMemorySize, 16384)",)),
+    "reindexed_after_barrier.cu": Probe(("tile", "spread"), barrier=True),
     "launch_bounds_1024.cu": Probe(("spread", "offset"), nvcc=True, fits=True,
                                    emits=("__launch_bounds__(1024) sirius_fused_",)),
 }
