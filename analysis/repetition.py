@@ -385,7 +385,7 @@ def _arguments(insts, table: list[list[int]], iterator: str, steps: int
                 row_args.append(PatternArgument("affine", buffer=alloc, offset=offset))
                 continue
             rest_same = len({a.buffer for a in args[1:]}) == 1
-            if k > 2 and rest_same and args[0].buffer != alloc and args[0].buffer not in written:
+            if rest_same and args[0].buffer != alloc and args[0].buffer not in written:
                 offset = _affine_in_layer([a.offset for a in args], 1)
                 if offset is not None:
                     row_args.append(PatternArgument("peeled", buffer=alloc, offset=offset, first=args[0]))

@@ -12,8 +12,8 @@ kernel from the pattern (private temporaries in a scratch area per layer).
 
 What ``plan_cell_waves`` proves, else it refuses with the reason:
 
-* every launch of the pattern can be a fragment, the representative copy's groups each lie
-  within it (``_cell_groups`` says why they are legal for every cell), and they can be
+* every launch of the pattern can be a fragment; the representative copy's part of the
+  schedule's groups (``_cell_groups`` says why they are legal for every cell) can be
   phases of one cooperative kernel (``fusion.cooperative``);
 * the copies' pointers into one allocation that is not private all advance by the same
   stride per layer (so the launches of a cell depend on each other as in every other);
@@ -46,7 +46,7 @@ from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.analysis.repetition import LAYER, Repetition, byte_footprint
 from sirius.fusion.cooperative import cooperative_threads, phases_problem
 from sirius.fusion.kernel_ir import Barrier
-from sirius.fusion.schedule import FusionGroup, Refusal, RefusalKind, Schedule, fragment_problem
+from sirius.fusion.schedule import FusionGroup, Lane, Refusal, RefusalKind, Schedule, fragment_problem
 from sirius.fusion.wavefront import permutable_band, wave_loop
 
 
@@ -63,6 +63,7 @@ class CellWaves:
     waves: int
     allocations: tuple[str, ...]  # allocations whose base pointers the kernel needs
     regions: tuple[int, ...]  # the schedule's regions the loop body holds
+    groups: tuple[FusionGroup, ...] = ()  # the phases' groups (the representative copy's part of the schedule's)
     groups_before: tuple[FusionGroup, ...] = ()  # the schedule's groups before the waves took the loop
     persistent: bool = False  # all waves in one launch, a grid barrier between two waves
 
@@ -79,26 +80,53 @@ class CellWaves:
 REPRESENTATIVE = 1  # the copy whose fused groups are the phases (the first may read a loop input instead)
 
 
-def _cell_groups(schedule: Schedule, rep: Repetition) -> list[FusionGroup] | str:
-    """The representative copy's groups, in execution order, if each lies within it.
+def _cell_groups(schedule: Schedule, rep: Repetition) -> list[FusionGroup]:
+    """The representative copy's part of the schedule's groups, in execution order.
 
-    They are legal for every cell: the copies' launches are alike, the arguments into an
-    allocation that is not private all advance by one stride (so two launches of a copy
-    depend on each other as in every other copy), a loop input the first copy reads
-    instead is never written, and the private temporaries leave a cell's launches fewer
-    dependences than the original's storage reuse gave the representative."""
-    own = set(rep.statements[REPRESENTATIVE])
-    groups = [g for g in schedule.groups if set(g.launches) & own]
-    if any(not set(g.launches) <= own for g in groups):
-        return "a fused group spans two copies of the pattern"
-    return groups
+    A group that reaches into another copy keeps the copy's part of each lane: a
+    contiguous piece of a legal lane is legal, unless a fragment of it was re-indexed onto
+    the lane's first launch and the piece starts later (then the piece's launches become
+    groups of their own). They are legal for every cell: the copies' launches are alike,
+    the arguments into an allocation that is not private all advance by one stride (so
+    two launches of a copy depend on each other as in every other copy), a loop input the
+    first copy reads instead is never written, and the private temporaries leave a cell's
+    launches fewer dependences than the original's storage reuse gave the representative."""
+    own = rep.statements[REPRESENTATIVE]
+    next_id = max((g.id for g in schedule.groups), default=-1) + 1
+    out: list[FusionGroup] = []
+    for g in schedule.groups:
+        if not set(g.launches) & set(own):
+            continue
+        if set(g.launches) <= set(own):
+            out.append(g)
+            continue
+        pieces: list[tuple[Lane, ...]] = []
+        for lane in g.lanes:
+            keep = [n for n, i in enumerate(lane.launches) if i in own]
+            if not keep:
+                continue
+            reindexed = lane.reindex and any(lane.reindex[n] is not None for n in keep)
+            if keep[0] == 0 or not reindexed:
+                pieces.append((Lane(tuple(lane.launches[n] for n in keep),
+                                    tuple(lane.reindex[n] for n in keep) if keep[0] == 0 and lane.reindex else (),
+                                    tuple(lane.reindex_barrier[n] for n in keep)
+                                    if keep[0] == 0 and lane.reindex_barrier else ()),))
+            else:
+                pieces += [(Lane((lane.launches[n],)),) for n in keep]
+        if len(g.lanes) > 1:  # side by side: each piece alone (a lane's blocks were placed among the others')
+            pieces = [(Lane((i,)),) for piece in pieces for lane in piece for i in lane.launches]
+        for lanes in pieces:
+            out.append(FusionGroup(next_id, g.region, lanes, g.step))
+            next_id += 1
+    return out
 
 
 def _stride_problem(rep: Repetition) -> str | None:
     strides: dict[str, set[int]] = {}
     for row in rep.arguments:
         for a in row:
-            if a.kind in ("affine", "peeled"):
+            # a peeled argument's formula serves copies 1.. only: with two copies, one, and any stride
+            if a.kind == "affine" or (a.kind == "peeled" and rep.copies > 2):
                 strides.setdefault(a.buffer, set()).add(a.offset.coefficient(LAYER))
     uneven = next((b for b, s in sorted(strides.items()) if len(s) > 1), None)
     return None if uneven is None else f"the copies' pointers into {uneven} advance by different strides"
@@ -156,8 +184,6 @@ def plan_cell_waves(model: ProgramModel, schedule: Schedule, rep: Repetition) ->
             return why(f"{insts[idx].kernel.name} (line {insts[idx].statement.line}) cannot be a fragment: "
                        f"{problem.text}")
     groups = _cell_groups(schedule, rep)
-    if isinstance(groups, str):
-        return why(groups)
     uneven = _stride_problem(rep)
     if uneven is not None:
         return why(uneven)
@@ -196,15 +222,17 @@ def plan_cell_waves(model: ProgramModel, schedule: Schedule, rep: Repetition) ->
     if any(not set(r.launches) <= set(launches) for r in schedule.regions if r.id in regions):
         return why("a region of the loop body holds launches outside the pattern")
     return CellWaves(rep, tuple(g.id for g in groups), threads, wave_for, lo, hi, rep.steps + rep.copies - 1,
-                     tuple(bases), regions)
+                     tuple(bases), regions, tuple(groups))
 
 
 def install_cell_waves(schedule: Schedule, plan: CellWaves) -> None:
-    """The loop's launches run as the waves of ``plan``: the representative copy's groups
-    stay (as phases), the other copies' groups go."""
+    """The loop's launches run as the waves of ``plan``: the phases' groups take the place
+    of the loop's groups in the schedule."""
     plan = replace(plan, groups_before=tuple(schedule.groups))
     body = {i for row in plan.repetition.statements for i in row}
-    schedule.groups = [g for g in schedule.groups if g.id in plan.phases or not set(g.launches) & body]
+    first = next(n for n, g in enumerate(schedule.groups) if set(g.launches) & body)
+    rest = [g for g in schedule.groups if not set(g.launches) & body]
+    schedule.groups = rest[:first] + list(plan.groups) + rest[first:]
     schedule.cell_waves[plan.regions[0]] = plan
 
 

@@ -14,24 +14,24 @@ pytestmark = pytest.mark.toolchain
 REGRESSION_SEEDS = [6]
 
 
-CI_SEEDS = range(100, 130)  # thirty programs hold every construct (checked below)
+CI_SEEDS = range(100, 120)  # twenty programs hold every construct (checked below)
 
 
 def test_ci_seeds_hold_every_newer_construct():
     # host statements between launches, a host helper, overloads, device
     # globals, barrier variants, device helpers, the loop nest: each once made
-    # the optimizer miscompile, so the thirty programs below must hold them all
+    # the optimizer miscompile, so the twenty programs below must hold them all
     new = (set(progen.PATTERNS[progen.PATTERNS.index("tail_barrier"):])
            | {"helper", "loop_symbol", "loop_nest"} | set(progen.FEATURES) | set(progen.HOST_OPS))
     found = set().union(*(constructs(progen.generate_program(s)) for s in CI_SEEDS))
     assert found == new
 
 
-def test_thirty_generated_programs_verify():
+def test_twenty_generated_programs_verify():
     results = fuzz(CI_SEEDS, jobs=2)
     bad = [r for r in results if not r["ok"]]
     assert not bad, "\n\n".join(f"seed {r['seed']} ({r['stage']}):\n{r['detail']}" for r in bad)
-    assert sum(r["launches_after"] < r["launches_before"] for r in results) >= 10  # fusion really happens
+    assert sum(r["launches_after"] < r["launches_before"] for r in results) >= 8  # fusion really happens
 
 
 @pytest.mark.parametrize("seed", REGRESSION_SEEDS)
