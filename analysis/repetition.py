@@ -478,3 +478,31 @@ def find_repetition(model: ProgramModel) -> Repetition | NotALoop | None:
                               copy_back)
         return why("; ".join(reasons[:2]))
     return None
+
+
+def format_repetition(rep: Repetition, model: ProgramModel) -> str:
+    """The loop body as the loop it is read as: one line per launch of the pattern, each
+    argument as a function of ``step`` and ``layer``; then what is copied back after it."""
+    insts = {i.statement.index: i for i in model.launches}
+    step = {rep.iterator: Expr.sym("step"), LAYER: Expr.sym("layer")}
+
+    def show(a: PatternArgument) -> str:
+        if a.kind == "scalar":
+            return str(a.value.subs(step)) if a.value is not None else a.text
+        if a.kind == "private":
+            return f"private slot {a.slot} (+{rep.cell_bytes} bytes per layer)"
+        general = f"{a.buffer} + {a.offset.subs(step)} bytes"
+        if a.kind == "peeled":
+            return f"layer == 0 ? {a.first.buffer} + {a.first.offset.subs(step)} bytes : {general}"
+        return general
+
+    lines = [f"loop at line {rep.loop.range.line}: {rep.copies} copies (layers) of {rep.period} launches, "
+             f"{rep.steps} steps: for step < {rep.steps}, for layer < {rep.copies}:"]
+    for j, idx in enumerate(rep.statements[0]):
+        inst = insts[idx]
+        args = ", ".join(f"{name} = {show(a)}" for (name, _), a in zip(inst.bindings, rep.arguments[j]))
+        lines.append(f"  {inst.kernel.name}<<<{inst.statement.grid}, {inst.statement.block}>>>({args})")
+    for piece in rep.copy_back:
+        lines.append(f"  after the loop: {piece.buffer} bytes [{piece.offset}, {piece.offset + piece.bytes}) "
+                     f"from scratch byte {piece.slot}")
+    return "\n".join(lines) + "\n"

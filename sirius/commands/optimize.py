@@ -14,13 +14,14 @@ import sys
 from pathlib import Path
 
 from sirius.analysis.frontend import CompileJob
+from sirius.analysis.repetition import format_repetition
 from sirius.commands.common import add_compile_flags, compile_flags_from_args, input_file, output_file
 from sirius.config import resolve_toolchain
 from sirius.errors import InputError
 from sirius.fusion.includes import relocate_includes
 from sirius.fusion.kernel_ir import format_kernel
 from sirius.fusion.policies import DEFAULT, SHIPPED, load_policy
-from sirius.fusion.schedule import ARRANGEMENTS
+from sirius.fusion.schedule import ARRANGEMENTS, RefusalKind
 from sirius.pipeline import OptimizeState, pass_names, rearrange, report, run_pipeline, stage_names
 
 HELP = "fuse kernel launches and write the optimized program"
@@ -94,6 +95,14 @@ def _dump(name: str, st: OptimizeState) -> None:
         print("".join(format_kernel(k) for k in st.kernels), end="")
     elif name == "codegen":
         print(st.output)
+    elif name == "cell-waves":
+        for plan in st.schedule.cell_waves.values():
+            print(format_repetition(plan.repetition, st.model), end="")
+            print(f"waves: {plan.waves} ({plan.wave_for}, layers {plan.lo} .. {plan.hi}); phases: " + " | ".join(
+                " -> ".join(f"S{i}" for i in g.launches) for g in plan.groups) + f"; block {plan.threads} threads")
+        for r in st.schedule.refusals:
+            if r.kind is RefusalKind.NO_WAVES:
+                print(r.reason)
     else:
         print(f"after {name}: {len(st.model.launches)} launches modelled")
 

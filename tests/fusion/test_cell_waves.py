@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from sirius.analysis.frontend import CompileJob
-from sirius.analysis.repetition import NotALoop, Repetition, find_repetition
+from sirius.analysis.repetition import NotALoop, Repetition, find_repetition, format_repetition
 from sirius.config import CompileFlags, resolve_toolchain
 from sirius.pipeline import PIPELINE, OptimizeState, report, run_pipeline
 from sirius.tuning.cost_model import predict_program
@@ -66,6 +66,13 @@ def test_the_unrolled_layers_are_a_loop_with_private_temporaries():
     assert found.private == ("t0", "t1") and found.cell_bytes == 256
     # t1's last value is layer 1's, t0's layer 2's (layer 0's is overwritten)
     assert [(p.buffer, p.slot) for p in found.copy_back] == [("t1", 256), ("t0", 512)]
+    printed = format_repetition(found, state.model).splitlines()
+    assert printed[0] == "loop at line 72: 3 copies (layers) of 2 launches, 5 steps: for step < 5, for layer < 3:"
+    assert printed[1] == ("  gate<<<(2, 1, 1), (32, 1, 1)>>>(t = private slot 0 (+256 bytes per layer), "
+                          "w = w + 16384layer bytes, below = layer == 0 ? x + 256step bytes : "
+                          "h + 256layer + 768step + 512 bytes, prev = h + 256layer + 768step bytes)")
+    assert printed[3:] == ["  after the loop: t1 bytes [0, 256) from scratch byte 256",
+                           "  after the loop: t0 bytes [0, 256) from scratch byte 512"]
     rep = report(state)
     assert (rep["launches_before"], rep["launches_after"]) == (30, 7)
     [cells] = rep["cell_waves"]
