@@ -391,7 +391,8 @@ def _arguments(insts, table: list[list[int]], iterator: str, steps: int
                     row_args.append(PatternArgument("peeled", buffer=alloc, offset=offset, first=args[0]))
                     continue
             if alloc in refused:
-                return f"{where}: its copies point into {alloc} without a stride, and {alloc} is not private: {refused[alloc]}"
+                return (f"{where}: its copies point into {alloc} without a stride, and {alloc} is not private: "
+                        f"{refused[alloc]}")
             return f"{where} does not advance by one stride per copy"
         out.append(tuple(row_args))
     # the values of the last step, copied from the layers' scratch areas to where the original

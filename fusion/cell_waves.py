@@ -155,19 +155,22 @@ def _footprints(model: ProgramModel, rep: Repetition) -> tuple[dict[str, isl.Map
                 if a.buffer in model.device_globals:
                     buffer, got = a.buffer, None
                 elif arg is None or arg.kind != "buffer":
-                    return f"{inst.kernel.name} (line {inst.statement.line}) accesses memory through a pointer of unknown origin"
+                    return (f"{inst.kernel.name} (line {inst.statement.line}) accesses memory through a pointer "
+                            "of unknown origin")
                 elif arg.buffer in rep.private:
                     continue
                 else:
                     buffer = arg.buffer
                 for kind in kinds:
-                    sets = None if a.buffer in model.device_globals else byte_footprint(inst, a.buffer, kind, rep.iterator)
+                    sets = None if a.buffer in model.device_globals else \
+                        byte_footprint(inst, a.buffer, kind, rep.iterator)
                     if sets is None:
                         got = everything.intersect_domain(isl.Set(f"{{ [s, l] : l = {c} }}"))
                     else:
                         # { [s, b] } -> { [s, l] -> [b] } at l = c
                         got = isl.Map.from_range(sets).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, 1)
-                        got = got.insert_dims(isl.dim_type.in_, 1, 1).fix_val(isl.dim_type.in_, 1, isl.Val.int_from_si(isl.DEFAULT_CONTEXT, c))
+                        layer = isl.Val.int_from_si(isl.DEFAULT_CONTEXT, c)
+                        got = got.insert_dims(isl.dim_type.in_, 1, 1).fix_val(isl.dim_type.in_, 1, layer)
                         got = got.intersect_domain(isl.Set(f"{{ [s, l] : 0 <= s < {rep.steps} }}"))
                     add(reads if kind == "read" else writes, buffer, got)
     return reads, writes

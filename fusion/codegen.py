@@ -353,7 +353,8 @@ def _cell_wave_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
     bases = [f"char* const {_base(a)}" for a in plan.allocations]
     if plan.persistent:  # the wave loop in the kernel: a grid barrier between two waves
         params = bases
-        body = ([f"  {plan.wave_for} {{", f"    const int sirius_lo = {plan.lo};", f"    const int sirius_hi = {plan.hi};"]
+        body = ([f"  {plan.wave_for} {{", f"    const int sirius_lo = {plan.lo};",
+                 f"    const int sirius_hi = {plan.hi};"]
                 + ["  " + line for line in body] +
                 [f"    if (sirius_w < {plan.waves - 1}) cooperative_groups::this_grid().sync();  // the next wave "
                  "reads what this one wrote", "  }"])
@@ -366,8 +367,8 @@ def _cell_wave_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
         scratch = (f"// the private temporaries of each layer's cell ({rep.cell_bytes} bytes each)\n"
                    f"static __device__ __align__(256) char {plan.name}_scratch[{rep.cell_bytes * rep.copies}];\n")
         locals_.insert(0, f"  char* const sirius_scratch = {plan.name}_scratch;")
-    return (f"{scratch}// waves of cells: cell (step, layer) runs copy 'layer' of the loop body's {rep.period} launches "
-            f"at 'step'; {what}; {len(phases)} phases\n"
+    return (f"{scratch}// waves of cells: cell (step, layer) runs copy 'layer' of the loop body's "
+            f"{rep.period} launches at 'step'; {what}; {len(phases)} phases\n"
             f"{_signature(plan.name, params, plan.threads)} {{\n" + "\n".join(locals_ + body) + "\n}\n")
 
 
@@ -412,6 +413,7 @@ def _cell_wave_host(plan, phases: list[KernelIR], insts, source: bytes) -> str:
     loop = rep.loop.range
     original = source[loop.start_offset:loop.end_offset].decode()
     bases = [f"(void*)&{_base(a)}" for a in plan.allocations]
+    wave_args = ["(void*)&sirius_w", "(void*)&sirius_lo", "(void*)&sirius_hi"]
     if plan.persistent:
         launch = (f"  {{ void* sirius_args[] = {{{', '.join(bases) or 'nullptr'}}};\n"
                   f"    cudaLaunchCooperativeKernel({plan.name}, dim3(sirius_grid), dim3({plan.threads}), sirius_args, "
@@ -420,7 +422,7 @@ def _cell_wave_host(plan, phases: list[KernelIR], insts, source: bytes) -> str:
         launch = (f"  {plan.wave_for} {{\n"
                   f"    int sirius_lo = {plan.lo};\n"
                   f"    int sirius_hi = {plan.hi};\n"
-                  f"    void* sirius_args[] = {{{', '.join(['(void*)&sirius_w', '(void*)&sirius_lo', '(void*)&sirius_hi'] + bases)}}};\n"
+                  f"    void* sirius_args[] = {{{', '.join(wave_args + bases)}}};\n"
                   f"    cudaLaunchCooperativeKernel({plan.name}, dim3(sirius_grid), dim3({plan.threads}), sirius_args, "
                   f"{dynamic}, 0);\n  }}\n")
     how = "in one cooperative launch, a grid barrier between two waves" if plan.persistent else \
