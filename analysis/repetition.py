@@ -18,20 +18,23 @@ each argument of the pattern's ``j``-th launch is a function of ``layer``:
   per layer, each value the copy writes (a *slot*) at a fixed offset in it.
 
 What is proven for a private allocation A (else the body is not taken as a loop, with
-the reason): every access to A by a launch of the loop is exact (isl knows its bytes);
-in every copy, each argument that reads A reads only bytes the copy wrote before,
-through one argument of one earlier launch (its *slot*), with no later write of the copy
-in between, at a constant distance from that argument's pointer; no launch reads and
-writes A through overlapping bytes; every copy resolves the same reads to the same
+the reason): every access to A by a launch of the loop is exact (isl knows its bytes,
+and no scalar the analysis does not know decides which bytes a write covers); in every
+copy, each argument that reads A reads only bytes the copy wrote before, through one
+argument of one earlier launch (its *slot*), with no later write of the copy in between,
+at a constant distance from that argument's pointer; no launch reaches the bytes it
+writes of A through a second pointer; every copy resolves the same reads to the same
 slots; each write covers an interval of bytes from its pointer. After the last cell, the
 values the copies of the last step wrote last into A are copied from their layers'
 scratch areas to A (``copy_back``; a layer's area holds its last cell's values): A ends
 the loop holding what the original program left in it, as long as the last step writes
 every byte of A any step writes (proven too).
 
-Not a loop, with a reason: a body whose launches do not repeat with the same kernels
-and launch shapes, a copy whose argument differs by another stride (or in another way
-than the above), a body that holds anything but launches and declarations.
+Not a loop, with a reason: a copy whose argument differs by another stride (or in
+another way than the above), copies among other launches of the body (a head or a
+tail: seq2seq's attention), a body that holds anything but launches and declarations.
+A body whose launches do not repeat with the same kernels and launch shapes is no
+candidate at all (None).
 """
 
 from __future__ import annotations
