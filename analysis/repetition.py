@@ -446,7 +446,7 @@ def find_repetition(model: ProgramModel) -> Repetition | NotALoop | None:
         inside = _copies_inside(launches) if not periods and len(launches) >= 4 else None
         if inside is not None:
             start, m, k = inside
-            return why(f"{k} copies of {m} launches (lines {launches[start].line}-{launches[start + k * m - 1].line}) "
+            return why(f"{k} copies of {m} launch{'es' if m > 1 else ''} (lines {launches[start].line}-{launches[start + k * m - 1].line}) "
                        f"with {len(launches) - k * m} other launches around them in the loop body: only a body "
                        "made entirely of copies is taken as a loop")
         if not periods:
@@ -475,7 +475,7 @@ def find_repetition(model: ProgramModel) -> Repetition | NotALoop | None:
             table = [list(indices[c * m:(c + 1) * m]) for c in range(len(indices) // m)]
             got = _arguments(insts, table, info.iterator, steps)
             if isinstance(got, str):
-                reasons.append(f"as {len(table)} copies of {m} launches: {got}")
+                reasons.append(f"as {len(table)} copies of {m} launch{'es' if m > 1 else ''}: {got}")
                 continue
             arguments, private, cell, copy_back = got
             return Repetition(loop, info.iterator, steps, tuple(tuple(r) for r in table), arguments, private, cell,

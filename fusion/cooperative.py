@@ -29,9 +29,11 @@ with the reason) for a region it leaves alone:
   each parameter's type);
 * no wavefront runs in the region (its waves are launches of their own).
 
-Early exits are not a hazard here: each fragment is a function that returns to its
-phase's loop, and every thread of the block reaches the barriers of the loop and the
-grid barrier. The promises: the cooperative kernel declares no ``__restrict__`` at all
+Early exits: each fragment is a function that returns to its phase's loop, and every
+thread of the block reaches the barriers of the loop and the grid barrier; but a kernel
+whose threads return early in part of a block, before a barrier of its own, is refused:
+the returning threads would reach the loop's next barrier while the others wait at the
+kernel's, and the two would pair up. The promises: the cooperative kernel declares no ``__restrict__`` at all
 (a phase reads what another wrote, through another pointer, within one kernel).
 """
 
@@ -79,6 +81,11 @@ def phases_problem(model: ProgramModel, schedule: Schedule, groups: list[FusionG
         decl = model.kernel_decls.get(inst.kernel.mangled)
         if decl is not None and decl.template_params:
             return f"{inst.kernel.name} (line {s.line}) is a template instance"
+        leave = next((e for e in inst.kernel.early_exits if e.reaches_barrier and e.divergent), None)
+        if leave is not None:
+            return (f"{inst.kernel.name} (line {s.line}) returns early (line {leave.line}) before a barrier, in some "
+                    "threads of a block: in a cooperative kernel those threads go on to the phase loop's next "
+                    "barrier, which would pair with the one they skipped")
         ldg = next((a for a in inst.kernel.accesses if a.noncoherent), None)
         if ldg is not None:
             return (f"{inst.kernel.name} loads through the read-only data cache (line {ldg.line}), which is not "

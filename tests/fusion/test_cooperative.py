@@ -107,3 +107,12 @@ def test_the_cooperative_kernel_runs_and_computes_what_the_original_launches_did
     assert log.read_text().split() == ["sirius_coop_0"]  # the cooperative launch ran, not the fallback
     verify = subprocess.run([SIRIUS, "verify", str(PROGRAM), str(out)], capture_output=True, text=True)
     assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
+
+
+def test_a_phase_whose_threads_return_early_before_a_barrier_is_refused():
+    # shift_add returns in the threads past the end before its __syncthreads(): in a cooperative
+    # kernel they would go on to the phase loop's barrier and pair with the one they skipped
+    state = optimized(ROOT / "cuda_inputs" / "early_exit.cu")
+    assert not state.schedule.cooperative
+    assert any("returns early (line 42) before a barrier, in some threads of a block" in r.reason
+               for r in state.schedule.refusals)
