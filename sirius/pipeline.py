@@ -126,6 +126,9 @@ def _cell_waves(st: OptimizeState) -> None:
     if not st.cooperative:
         return
     found = find_repetition(st.model)
+    waved = {i for g in st.schedule.groups if g.id in st.schedule.wavefronts for i in g.launches}
+    if isinstance(found, NotALoop) and set(found.statements) & waved:
+        return  # a loop nest the wavefront already runs by anti-diagonals
     if isinstance(found, NotALoop):
         st.schedule.refusals.append(Refusal((found.statements[0], found.statements[-1]),
                                             f"no waves over (step, layer): the repeated launches are not one loop: "
