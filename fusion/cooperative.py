@@ -27,6 +27,8 @@ with the reason) for a region it leaves alone:
   cache is not coherent with the stores of an earlier phase;
 * no kernel is a template instance (the host passes arguments by address, and must name
   each parameter's type);
+* no kernel calls a helper that reads the built-in block or thread indices (a phase's
+  blocks are virtual blocks of the grid: the helper would see the physical ones);
 * no wavefront runs in the region (its waves are launches of their own).
 
 Early exits: each fragment is a function that returns to its phase's loop, and every
@@ -43,7 +45,7 @@ from dataclasses import dataclass
 
 from sirius.analysis.program_model import ProgramModel
 from sirius.fusion.redundant_barriers import BARRIER_CALL
-from sirius.fusion.schedule import FusionGroup, Refusal, Schedule
+from sirius.fusion.schedule import FusionGroup, Refusal, Schedule, helper_reason, index_helpers
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,8 @@ def phases_problem(model: ProgramModel, schedule: Schedule, groups: list[FusionG
         decl = model.kernel_decls.get(inst.kernel.mangled)
         if decl is not None and decl.template_params:
             return f"{inst.kernel.name} (line {s.line}) is a template instance"
+        if index_helpers(model, inst):  # each phase runs its blocks as virtual blocks of the grid
+            return helper_reason(model, inst)
         leave = next((e for e in inst.kernel.early_exits if e.reaches_barrier and e.divergent), None)
         if leave is not None:
             return (f"{inst.kernel.name} (line {s.line}) returns early (line {leave.line}) before a barrier, in some "

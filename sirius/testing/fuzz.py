@@ -32,9 +32,11 @@ def constructs(prog: GeneratedProgram) -> list[str]:
     return sorted(found - _PALETTE)
 
 
-def run_seed(seed: int, workdir: Path, arrangement: str, argv_values: tuple[str, ...] = ()) -> dict:
-    """Generate, optimize and verify one program. With ``argv_values`` the program takes
-    its element-wise block size from its first argument, and is verified once per value."""
+def run_seed(seed: int, workdir: Path, arrangement: str, argv_values: tuple[str, ...] = (),
+             flags: tuple[str, ...] = ()) -> dict:
+    """Generate, optimize (with ``flags`` for ``sirius optimize`` too: ``--cooperative``) and
+    verify one program. With ``argv_values`` the program takes its element-wise block size
+    from its first argument, and is verified once per value."""
     prog = generate_program(seed, argv_block=bool(argv_values))
     news = constructs(prog)
     src = workdir / f"seed_{seed}.cu"
@@ -43,7 +45,7 @@ def run_seed(seed: int, workdir: Path, arrangement: str, argv_values: tuple[str,
     src.write_text(prog.source)
     start = time.perf_counter()
     opt = subprocess.run([SIRIUS, "optimize", str(src), "-o", str(out), "--arrangement", arrangement,
-                          "--report", str(rep)], capture_output=True, text=True)
+                          "--report", str(rep), *flags], capture_output=True, text=True)
     t_opt = time.perf_counter() - start
     if opt.returncode != 0:
         return {"seed": seed, "ok": False, "stage": "optimize", "detail": opt.stderr.strip()[-2000:],
@@ -67,15 +69,15 @@ def run_seed(seed: int, workdir: Path, arrangement: str, argv_values: tuple[str,
             "optimize_s": round(t_opt, 3), "verify_s": round(t_ver, 3), "constructs": news}
 
 
-def fuzz(seeds: range, jobs: int = 2, arrangement: str = "auto", keep: Path | None = None,
-         progress=None, argv_values: tuple[str, ...] = ()) -> list[dict]:
+def fuzz(seeds, jobs: int = 2, arrangement: str = "auto", keep: Path | None = None,
+         progress=None, argv_values: tuple[str, ...] = (), flags: tuple[str, ...] = ()) -> list[dict]:
     """Run every seed (see ``run_seed``); ``progress(result)`` is called as each one finishes."""
     with tempfile.TemporaryDirectory(prefix="sirius-fuzz-") as tmp:
         workdir = keep or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
 
         def one(seed: int) -> dict:
-            result = run_seed(seed, workdir, arrangement, argv_values)
+            result = run_seed(seed, workdir, arrangement, argv_values, flags)
             if progress is not None:
                 progress(result)
             return result

@@ -116,3 +116,11 @@ def test_a_phase_whose_threads_return_early_before_a_barrier_is_refused():
     assert not state.schedule.cooperative
     assert any("returns early (line 42) before a barrier, in some threads of a block" in r.reason
                for r in state.schedule.refusals)
+
+
+def test_a_phase_whose_kernel_calls_an_index_helper_is_refused():
+    # scale_a's helper gid() reads blockIdx and threadIdx: in a phase, whose blocks are virtual
+    # blocks of the grid, it would read the physical ones
+    state = optimized(ROOT / "tests" / "probes" / "index_helper.cu")
+    assert not state.schedule.cooperative
+    assert any("not one cooperative launch: scale_a calls gid" in r.reason for r in state.schedule.refusals)
