@@ -58,7 +58,7 @@ from pathlib import Path
 
 from sirius.analysis.frontend import CompileJob
 from sirius.commands.common import add_compile_flags, compile_flags_from_args, input_file
-from sirius.commands.optimize import add_fusion_options, selected_passes
+from sirius.commands.optimize import add_fusion_options, cooperative_options, selected_passes
 from sirius.config import CompileFlags, resolve_toolchain
 from sirius.errors import InputError, SiriusError
 from sirius.fusion.includes import relocate_includes
@@ -141,6 +141,7 @@ def prepare(programs: list[Path], folder: Path, args: argparse.Namespace, flags:
     folder.mkdir(parents=True, exist_ok=True)
     toolchain = resolve_toolchain(args.clang, args.cuda_path)
     passes = selected_passes(args.passes, args.disable_pass)
+    cooperative, persistent = cooperative_options(args)
     include_dirs = tuple(Path(d).resolve() for d in flags.include_dirs)
     entries, status = [], 0
     for program, name in zip(programs, program_names(programs)):
@@ -151,7 +152,7 @@ def prepare(programs: list[Path], folder: Path, args: argparse.Namespace, flags:
         start = time.perf_counter()
         try:
             state = run_pipeline(OptimizeState(CompileJob(program, flags, toolchain), args.entry, args.arrangement,
-                                               passes))
+                                               passes, cooperative, persistent=persistent))
             rep = report(state)
         except SiriusError as err:
             print(f"{name}: optimize FAILED: {err}", file=sys.stderr, flush=True)

@@ -41,7 +41,7 @@ from pathlib import Path
 from sirius.analysis.frontend import CompileJob
 from sirius.commands import verify
 from sirius.commands.common import compile_flags_from_args, input_file, output_file
-from sirius.commands.optimize import add_fusion_options, selected_passes
+from sirius.commands.optimize import add_fusion_options, cooperative_options, selected_passes
 from sirius.tuning.cost_model import predict_program
 from sirius.commands.run import PROGRAM_ARGS_NOTE
 from sirius.config import resolve_toolchain
@@ -169,7 +169,9 @@ def execute(args: argparse.Namespace) -> int:
         raise InputError("error: the output file must differ from the input program")
     passes = selected_passes(args.passes, args.disable_pass)
     job = CompileJob(program, compile_flags_from_args(args), resolve_toolchain(args.clang, args.cuda_path))
-    state = run_pipeline(OptimizeState(job, args.entry, args.arrangement, passes))
+    cooperative, persistent = cooperative_options(args)
+    state = run_pipeline(OptimizeState(job, args.entry, args.arrangement, passes, cooperative,
+                                       persistent=persistent))
     rep = report(state)
     checks = [_launch_check(rep, args.min_launch_reduction)] if args.min_launch_reduction is not None else []
     with tempfile.TemporaryDirectory(prefix="sirius-check-") as tmp:

@@ -40,15 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             f"{name} ({cls.summary})" for name, cls in SHIPPED.items())
                         + f"; default {DEFAULT}; or a class of your own, module:Class (imported from the current "
                           "folder or sys.path) or path/to/file.py:Class (see fusion/policies.py)")
-    parser.add_argument("--cooperative", action="store_true",
-                        help="also join the groups of a region, past global dependences, into one cooperative "
-                             "launch with grid barriers between them (falls back to the original launches where "
-                             "the device cannot launch it cooperatively); and a loop body of copies of one launch "
-                             "pattern (unrolled layers) as waves of (step, layer) cells, one cooperative launch per "
-                             "anti-diagonal")
-    parser.add_argument("--persistent", action="store_true",
-                        help="with --cooperative: run the waves of cells as one launch, a grid barrier between "
-                             "two waves, instead of one launch per wave")
+    add_cooperative_options(parser)
     parser.add_argument("--entry", default="main", help="host function whose launches are optimized (default main)")
     parser.add_argument("--emit-candidates", metavar="DIR",
                         help="also write every arrangement (auto, vertical, horizontal) as a complete program "
@@ -63,6 +55,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_compile_flags(parser)
 
 
+def add_cooperative_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cooperative", action="store_true",
+                        help="also join the groups of a region, past global dependences, into one cooperative "
+                             "launch with grid barriers between them (falls back to the original launches where "
+                             "the device cannot launch it cooperatively); and a loop body of copies of one launch "
+                             "pattern (unrolled layers) as waves of (step, layer) cells, one cooperative launch per "
+                             "anti-diagonal")
+    parser.add_argument("--persistent", action="store_true",
+                        help="with --cooperative: run the waves of cells as one launch, a grid barrier between "
+                             "two waves, instead of one launch per wave")
+
+
+def cooperative_options(args: argparse.Namespace) -> tuple[bool, bool]:
+    """(cooperative, persistent) as the command line asks; --persistent alone is bad input."""
+    if args.persistent and not args.cooperative:
+        raise InputError("error: --persistent needs --cooperative (it changes how the waves of cells launch)")
+    return args.cooperative, args.persistent
+
+
 def add_fusion_options(parser: argparse.ArgumentParser) -> None:
     """The optimizer's settings, for the commands that run it on the way (check, bench)."""
     parser.add_argument("--arrangement", choices=ARRANGEMENTS, default="auto",
@@ -72,6 +83,7 @@ def add_fusion_options(parser: argparse.ArgumentParser) -> None:
                         help=f"kernel passes after fusion ({', '.join(pass_names())}; 'all' or 'none')")
     parser.add_argument("--disable-pass", metavar="NAME", action="append", default=[],
                         help="switch one kernel pass off (repeatable)")
+    add_cooperative_options(parser)
 
 
 def selected_passes(passes: str, disabled: list[str]) -> tuple[str, ...]:
@@ -201,10 +213,8 @@ def execute(args: argparse.Namespace) -> int:
     passes = selected_passes(args.passes, args.disable_pass)
     policy = load_policy(args.policy)
     job = CompileJob(program, compile_flags_from_args(args), toolchain)
-    if args.persistent and not args.cooperative:
-        raise InputError("error: --persistent needs --cooperative (it changes how the waves of cells launch)")
-    state = run_pipeline(OptimizeState(job, args.entry, args.arrangement, passes, args.cooperative, policy,
-                                       args.persistent),
+    cooperative, persistent = cooperative_options(args)
+    state = run_pipeline(OptimizeState(job, args.entry, args.arrangement, passes, cooperative, policy, persistent),
                          args.print_after, _dump)
     rep = report(state)
     if output is None:  # -o -: the program on standard output, the summary on standard error
