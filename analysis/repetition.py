@@ -65,7 +65,6 @@ class PatternArgument:
     offset: Expr | None = None  # bytes: in the step iterator and ``LAYER`` (affine, peeled)
     first: ArgValue | None = None  # peeled: what the first copy passes
     slot: int | None = None  # private: bytes from the layer's scratch area to the pointer
-    last: ArgValue | None = None  # private: what the last copy passes (the original pointer)
     value: Expr | None = None  # scalar: in the step iterator and ``LAYER``
     text: str = ""  # scalar without a value (a float constant): the same in every copy
 
@@ -380,7 +379,7 @@ def _arguments(insts, table: list[list[int]], iterator: str, steps: int
             alloc = args[-1].buffer
             if all(a.buffer in private for a in args) and (j, p) in plan:
                 what, key, distance = plan[(j, p)]
-                row_args.append(PatternArgument("private", buffer=alloc, slot=slots[key] + distance, last=args[-1]))
+                row_args.append(PatternArgument("private", buffer=alloc, slot=slots[key] + distance))
                 continue
             same = len({a.buffer for a in args}) == 1
             offset = _affine_in_layer([a.offset for a in args], 0) if same else None

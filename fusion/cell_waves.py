@@ -257,15 +257,15 @@ def narrowest_block(model: ProgramModel, plan: CellWaves, phases: list) -> CellW
     def kernels(lane):
         return [insts[f.launch].kernel for f in lane.fragments]
 
-    def synchronizes(k, lane) -> bool:
+    def synchronizes(lane) -> bool:
         return any(isinstance(step, Barrier) for step in lane.body) or any(m.barriers for m in kernels(lane))
 
-    def talks(k, lane) -> bool:
-        return synchronizes(k, lane) or any(m.shared or m.warp_ops for m in kernels(lane))
+    def talks(lane) -> bool:
+        return synchronizes(lane) or any(m.shared or m.warp_ops for m in kernels(lane))
 
-    lanes = [(k, lane) for k in phases for lane in k.lanes]
-    sizes = {lane.threads for k, lane in lanes if synchronizes(k, lane)}
-    threads = max(sizes) if sizes else max(lane.threads for _, lane in lanes)
-    if threads >= plan.threads or any(lane.threads > threads and talks(k, lane) for k, lane in lanes):
+    lanes = [lane for k in phases for lane in k.lanes]
+    sizes = {lane.threads for lane in lanes if synchronizes(lane)}
+    threads = max(sizes) if sizes else max(lane.threads for lane in lanes)
+    if threads >= plan.threads or any(lane.threads > threads and talks(lane) for lane in lanes):
         return plan
     return replace(plan, threads=threads)

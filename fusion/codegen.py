@@ -227,25 +227,37 @@ def _fused_kernel(k: KernelIR, insts, decls) -> str:
             f"{_signature(k.name, _passed(k), k.threads)} {{\n" + "\n".join(body) + "\n}\n")
 
 
-def _cooperative_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
-    """One kernel running ``phases`` (the groups of a region) in order, a grid barrier
-    between them; each phase a loop over its blocks as virtual blocks of this grid, so the
-    grid can be as large as what is resident at once (the occupancy API) and no larger."""
+def _phase_loops(phases: list[KernelIR], insts, decls, threads: int, cells: str = "",
+                 prologue=None) -> list[str]:
+    """The body of a kernel running ``phases`` in order, a grid barrier between them; each
+    phase a loop over its blocks as virtual blocks of the grid (times ``cells``, a C
+    expression, when the kernel runs several cells of a phase side by side: then
+    ``prologue(k, blocks)`` gives the lines that set up the cell of virtual block
+    ``sirius_vb``)."""
     body: list[str] = []
-    for k in phases:
-        body += _locals(k, f"sirius_pool_{k.group.id}")
     for n, k in enumerate(phases):
         if n:
             body.append("  cooperative_groups::this_grid().sync();  // the next phase reads what this one wrote, "
                         "in any block")
         blocks = sum(lane.blocks for lane in k.lanes)
         members = ", ".join(insts[f.launch].kernel.name for lane in k.lanes for f in lane.fragments)
-        body.append(f"  // phase {n}: {members} ({blocks} blocks)")
-        body.append(f"  for (unsigned sirius_vb = blockIdx.x; sirius_vb < {blocks}u; sirius_vb += gridDim.x) {{")
-        lanes = _dispatch(k, insts, decls, "sirius_vb", plan.threads, "    ")
+        body.append(f"  // phase {n}: {members} ({blocks} blocks{' per cell' if cells else ''})")
+        body.append(f"  for (unsigned sirius_vb = blockIdx.x; sirius_vb < {cells + ' * ' if cells else ''}{blocks}u; "
+                    "sirius_vb += gridDim.x) {")
+        body += prologue(k, blocks) if prologue is not None else []
+        lanes = _dispatch(k, insts, decls, f"sirius_vb % {blocks}u" if cells else "sirius_vb", threads, "    ")
         body += [line.replace("sirius_pool +", f"sirius_pool_{k.group.id} +") for line in lanes]
         body.append("    __syncthreads();  // the next virtual block reuses this block's shared memory")
         body.append("  }")
+    return body
+
+
+def _cooperative_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
+    """One kernel running ``phases`` (the groups of a region) in order, a grid barrier
+    between them; each phase a loop over its blocks as virtual blocks of this grid, so the
+    grid can be as large as what is resident at once (the occupancy API) and no larger."""
+    body = [line for k in phases for line in _locals(k, f"sirius_pool_{k.group.id}")]
+    body += _phase_loops(phases, insts, decls, plan.threads)
     params = [strip_restrict(p.declared) for k in phases for p in k.params if p.passed]
     return (f"// cooperative fusion of region {plan.region}: {len(phases)} phases, grid barriers between them\n"
             f"{_signature(plan.name, params, plan.threads)} {{\n" + "\n".join(body) + "\n}\n")
@@ -319,27 +331,18 @@ def _cell_wave_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
     step's private values copied to where the original program left them."""
     rep = plan.repetition
     locals_ = [line for k in phases for line in _locals(k, f"sirius_pool_{k.group.id}")]
-    body = ["  const unsigned sirius_cells = (unsigned)(sirius_hi - sirius_lo + 1);"]
-    for n, k in enumerate(phases):
-        if n:
-            body.append("  cooperative_groups::this_grid().sync();  // the next phase reads what this one wrote")
-        blocks = sum(lane.blocks for lane in k.lanes)
-        members = ", ".join(insts[f.launch].kernel.name for lane in k.lanes for f in lane.fragments)
-        body.append(f"  // phase {n}: {members} ({blocks} blocks per cell)")
-        body.append(f"  for (unsigned sirius_vb = blockIdx.x; sirius_vb < sirius_cells * {blocks}u; "
-                    "sirius_vb += gridDim.x) {")
-        body.append(f"    const int sirius_layer = sirius_lo + (int)(sirius_vb / {blocks}u);")
-        body.append("    const int sirius_step = sirius_w - sirius_layer;")
-        body.append("    (void)sirius_step;")
+    def cell(k: KernelIR, blocks: int) -> list[str]:
+        lines = [f"    const int sirius_layer = sirius_lo + (int)(sirius_vb / {blocks}u);",
+                 "    const int sirius_step = sirius_w - sirius_layer;", "    (void)sirius_step;"]
         for f in (f for lane in k.lanes for f in lane.fragments):
             position = rep.cell_of(f.launch)[1]
             for p, arg in zip(k.params_of(f.launch), rep.arguments[position]):
                 ptype = strip_restrict(p.ctype)  # the cells of a wave share the program's memory: no promises
-                body.append(f"    {ptype} {p.name} = {_pattern_value(arg, ptype, rep)};")
-        lanes = _dispatch(k, insts, decls, f"sirius_vb % {blocks}u", plan.threads, "    ")
-        body += [line.replace("sirius_pool +", f"sirius_pool_{k.group.id} +") for line in lanes]
-        body.append("    __syncthreads();  // the next virtual block reuses this block's shared memory")
-        body.append("  }")
+                lines.append(f"    {ptype} {p.name} = {_pattern_value(arg, ptype, rep)};")
+        return lines
+
+    body = ["  const unsigned sirius_cells = (unsigned)(sirius_hi - sirius_lo + 1);"]
+    body += _phase_loops(phases, insts, decls, plan.threads, "sirius_cells", cell)
     if rep.copy_back:
         body.append(f"  if (sirius_w == {plan.waves - 1}) {{  // the last step's temporaries, where the original "
                     "left them")
@@ -402,14 +405,13 @@ def _cell_checks(plan, insts, source: bytes) -> tuple[str, list[str]]:
     return guard, described
 
 
-def _cell_wave_host(plan, phases: list[KernelIR], insts, source: bytes) -> str:
-    """The host code replacing the loop: the wave loop, one cooperative launch per wave,
-    where the loop's values are those the waves assume and the device launches cooperative
-    kernels; else the loop as written."""
+def _cell_wave_host(plan, phases: list[KernelIR], guard: str, source: bytes) -> str:
+    """The host code replacing the loop: ``guard`` (``_cell_checks``), then the wave loop,
+    one cooperative launch per wave, where the loop's values are those the waves assume and
+    the device launches cooperative kernels; else the loop as written."""
     rep = plan.repetition
     blocks = max(sum(lane.blocks for lane in k.lanes) for k in phases) * min(rep.steps, rep.copies)
     dynamic = max(k.dynamic_shared for k in phases)
-    guard, _ = _cell_checks(plan, insts, source)
     loop = rep.loop.range
     original = source[loop.start_offset:loop.end_offset].decode()
     bases = [f"(void*)&{_base(a)}" for a in plan.allocations]
@@ -663,11 +665,11 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
     for plan in schedule.cell_waves.values():
         phases = [k for k in kernels if k.group.id in plan.phases]
         kernels_text.append(_cell_wave_kernel(plan, phases, insts, decls))
-        _, described = _cell_checks(plan, insts, source.encode())
+        guard, described = _cell_checks(plan, insts, source.encode())
         for k in phases:
             fused[k.group.id] = dataclasses.replace(k, assumptions=tuple(described))
         loop = plan.repetition.loop.range
-        edits.append((loop.start_offset, loop.end_offset, _cell_wave_host(plan, phases, insts, source.encode())))
+        edits.append((loop.start_offset, loop.end_offset, _cell_wave_host(plan, phases, guard, source.encode())))
     for k in kernels:
         if isinstance(k.wave, CellWaves):
             continue
