@@ -176,10 +176,15 @@ def _footprints(model: ProgramModel, rep: Repetition) -> tuple[dict[str, isl.Map
     return reads, writes
 
 
+def no_waves(launches, reason: str) -> Refusal:
+    """The refusal naming the first and last of a loop body's ``launches``: no waves, and why."""
+    return Refusal((launches[0], launches[-1]), f"no waves over (step, layer): {reason}", RefusalKind.NO_WAVES)
+
+
 def plan_cell_waves(model: ProgramModel, schedule: Schedule, rep: Repetition) -> CellWaves | Refusal:
     """The waves of ``rep``'s cells, or why not (see the module docstring)."""
     launches = tuple(idx for row in rep.statements for idx in row)
-    why = lambda r: Refusal((launches[0], launches[-1]), f"no waves over (step, layer): {r}", RefusalKind.NO_WAVES)
+    why = lambda r: no_waves(launches, r)
     insts = {i.statement.index: i for i in model.launches}
     for idx in rep.statements[REPRESENTATIVE]:
         problem = fragment_problem(model, insts[idx])

@@ -9,7 +9,6 @@ generation needs the schedule.
 from __future__ import annotations
 
 import dataclasses
-
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -21,7 +20,8 @@ from sirius.fusion.barriers import place_barriers
 from sirius.fusion.check import CheckResult, check_program
 from sirius.fusion.code_motion import interleave_fragments
 from sirius.analysis.repetition import NotALoop, find_repetition
-from sirius.fusion.cell_waves import install_cell_waves, narrowest_block, plan_cell_waves, uninstall_cell_waves
+from sirius.fusion.cell_waves import (install_cell_waves, narrowest_block, no_waves, plan_cell_waves,
+                                      uninstall_cell_waves)
 from sirius.fusion.cooperative import plan_cooperative
 from sirius.fusion.codegen import generate
 from sirius.fusion.host_constants import propagate_host_constants
@@ -126,13 +126,11 @@ def _cell_waves(st: OptimizeState) -> None:
     if not st.cooperative:
         return
     found = find_repetition(st.model)
-    waved = {i for g in st.schedule.groups if g.id in st.schedule.wavefronts for i in g.launches}
-    if isinstance(found, NotALoop) and set(found.statements) & waved:
-        return  # a loop nest the wavefront already runs by anti-diagonals
     if isinstance(found, NotALoop):
-        st.schedule.refusals.append(Refusal((found.statements[0], found.statements[-1]),
-                                            f"no waves over (step, layer): the repeated launches are not one loop: "
-                                            f"{found.reason}", RefusalKind.NO_WAVES))
+        waved = {i for g in st.schedule.groups if g.id in st.schedule.wavefronts for i in g.launches}
+        if not set(found.statements) & waved:  # else a loop nest the wavefront already runs by anti-diagonals
+            st.schedule.refusals.append(no_waves(found.statements,
+                                                 f"the repeated launches are not one loop: {found.reason}"))
         return
     if found is None:
         return
@@ -226,9 +224,7 @@ def _drop_cooperative(st: OptimizeState, violations) -> None:
         uninstall_cell_waves(st.schedule, plan)
         why = "; ".join(v.message for v in violations)
         launches = [i for row in plan.repetition.statements for i in row]
-        st.schedule.refusals.append(Refusal((launches[0], launches[-1]),
-                                            f"no waves over (step, layer): the promise check found: {why}",
-                                            RefusalKind.NO_WAVES))
+        st.schedule.refusals.append(no_waves(launches, f"the promise check found: {why}"))
     named = {v.group for v in violations if v.kernel.startswith("sirius_coop_")}
     for region in list(named or st.schedule.cooperative):
         plan = st.schedule.cooperative.pop(region, None)
