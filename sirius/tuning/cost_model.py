@@ -16,8 +16,9 @@ latency over the loads one thread keeps in flight, plus its shared accesses and 
 A fused launch is composed from the statements it runs: a lane runs its fragments one
 after another (chains add), lanes run side by side in their own blocks (blocks add,
 the longest chain counts), and a wavefront (or waves of cells, a cooperative launch
-of phases) runs each anti-diagonal of cells as one launch. Not seen: arithmetic (nothing counts FLOPs), reuse in caches (each launch pays
-its footprint at the bandwidth below), divergence, atomic contention, bank conflicts,
+of phases) runs each anti-diagonal of cells as one launch. Not seen: arithmetic
+(nothing counts FLOPs), reuse in caches (each launch pays its footprint at the
+bandwidth below), divergence, atomic contention, bank conflicts,
 and host work between launches (the same in both programs; the timing harness does not
 measure it either). A loop the analysis cannot bound counts ``UNBOUNDED_TRIPS`` trips.
 """
@@ -342,6 +343,14 @@ def registers_of(state) -> dict[str, int]:
     return out
 
 
+def _cooperative_shape(name: str, threads: int, phases: tuple[LaunchShape, ...],
+                       registers: dict[str, int]) -> LaunchShape:
+    """One cooperative launch running ``phases`` in order, a grid barrier between each two."""
+    return LaunchShape(name, max(p.blocks for p in phases), threads, max(p.shared_bytes for p in phases),
+                       sum(p.global_bytes for p in phases), ThreadWork(), grid_syncs=len(phases) - 1,
+                       registers=registers.get(name), phases=phases)
+
+
 def optimized_launches(state, costs: StatementCosts | None = None) -> list[tuple[LaunchShape, int]]:
     """The launches of the optimized program, composed from the schedule of ``state``: each
     fusion group one launch per run of its first statement, a wavefront one launch per wave
@@ -376,10 +385,7 @@ def optimized_launches(state, costs: StatementCosts | None = None) -> list[tuple
                                global_bytes=shapes[p][0].global_bytes * per_wave) for p in plan.phases)
         if plan.persistent:  # one launch: every wave's phases, a grid barrier between each two
             phases = phases * plan.waves
-        out.append((LaunchShape(plan.name, max(p.blocks for p in phases), plan.threads,
-                                max(p.shared_bytes for p in phases), sum(p.global_bytes for p in phases),
-                                ThreadWork(), grid_syncs=len(phases) - 1, registers=registers.get(plan.name),
-                                phases=phases), plan.launches))
+        out.append((_cooperative_shape(plan.name, plan.threads, phases, registers), plan.launches))
     in_cells = {p for plan in sched.cell_waves.values() for p in plan.phases}
     for g in sched.groups:
         plan = sched.cooperative.get(g.region)
@@ -389,10 +395,7 @@ def optimized_launches(state, costs: StatementCosts | None = None) -> list[tuple
             out.append(shapes[g.id])
         elif g.id == plan.phases[0]:  # the region's one cooperative launch, as often as its first phase ran
             phases = tuple(shapes[p][0] for p in plan.phases)
-            out.append((LaunchShape(plan.name, max(p.blocks for p in phases), plan.threads,
-                                    max(p.shared_bytes for p in phases), sum(p.global_bytes for p in phases),
-                                    ThreadWork(), grid_syncs=len(phases) - 1, registers=registers.get(plan.name),
-                                    phases=phases), shapes[g.id][1]))
+            out.append((_cooperative_shape(plan.name, plan.threads, phases, registers), shapes[g.id][1]))
     for inst in state.model.launches:
         if inst.statement.index not in grouped:
             out.append((costs.shapes[inst.statement.index], costs.runs[inst.statement.index]))
