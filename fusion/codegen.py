@@ -25,11 +25,11 @@ from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.analysis.symbolic import Expr
 from sirius.fusion.cell_waves import CellWaves
 from sirius.fusion import kernel_ir as ir
-from sirius.fusion.kernel_ir import KernelIR
+from sirius.fusion.kernel_ir import KernelIR, phases_shared
 from sirius.fusion.promises import strip_restrict
 from sirius.fusion.redundant_barriers import BARRIER_CALL, drop_barrier_lines
 from sirius.fusion.shared_overlay import POOL_ALIGNMENT, pool_layout, pooled_declaration
-from sirius.fusion.schedule import FusionGroup, Schedule
+from sirius.fusion.schedule import FusionGroup, Schedule, needs_shared_opt_in
 
 _INDEX_NAMES = ("blockIdx", "threadIdx", "blockDim", "gridDim")
 
@@ -263,10 +263,14 @@ def _cooperative_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
             f"{_signature(plan.name, params, plan.threads)} {{\n" + "\n".join(body) + "\n}\n")
 
 
-def _cooperative_grid(name: str, threads: int, dynamic: int, blocks: int) -> str:
+def _cooperative_grid(name: str, threads: int, static: int, dynamic: int, blocks: int) -> str:
     """Host code setting ``sirius_coop`` (the device launches cooperative kernels) and
-    ``sirius_grid``: as many blocks of ``name`` as are resident at once, at most ``blocks``."""
-    return ("int sirius_dev = 0, sirius_coop = 0, sirius_sms = 0, sirius_per_sm = 0; "
+    ``sirius_grid``: as many blocks of ``name`` as are resident at once, at most ``blocks``.
+    A block holding more than 48 KB of shared memory (``static`` plus ``dynamic`` bytes)
+    needs the kernel's own opt-in (the program's, for its kernels, does not carry over),
+    first: the occupancy query, made with the launch's dynamic size, and the launch see it."""
+    opt_in = _shared_opt_in(name, dynamic, name.removeprefix("sirius_")) if needs_shared_opt_in(static, dynamic) else ""
+    return (f"{opt_in}int sirius_dev = 0, sirius_coop = 0, sirius_sms = 0, sirius_per_sm = 0; "
             "cudaGetDevice(&sirius_dev); "
             "cudaDeviceGetAttribute(&sirius_coop, cudaDevAttrCooperativeLaunch, sirius_dev); "
             "cudaDeviceGetAttribute(&sirius_sms, cudaDevAttrMultiProcessorCount, sirius_dev); "
@@ -287,13 +291,13 @@ def _cooperative_launch(plan, phases: list[KernelIR]) -> str:
     (and no more than its largest phase has); false in ``sirius_coop_done`` when the device
     cannot launch it cooperatively, so the original launches run instead."""
     blocks = max(sum(lane.blocks for lane in k.lanes) for k in phases)
-    dynamic = max(k.dynamic_shared for k in phases)
+    static, dynamic = phases_shared(phases)
     passed = [(p, k) for k in phases for p in k.params if p.passed]
     typed = "".join(f"{strip_restrict(p.ctype)} sirius_c{n} = sirius_a{p.launch}_{p.position}; "
                     for n, (p, _) in enumerate(passed))
     args = ", ".join(f"(void*)&sirius_c{n}" for n in range(len(passed))) or "nullptr"
     name = plan.name
-    return ("bool sirius_coop_done = false; { " + _cooperative_grid(name, plan.threads, dynamic, blocks) +
+    return ("bool sirius_coop_done = false; { " + _cooperative_grid(name, plan.threads, static, dynamic, blocks) +
             f"{typed}void* sirius_args[] = {{{args}}}; "
             f"if (sirius_coop && sirius_grid > 0) {{ sirius_coop_done = cudaLaunchCooperativeKernel({name}, "
             f"dim3(sirius_grid), dim3({plan.threads}), sirius_args, {dynamic}, 0) == cudaSuccess; "
@@ -411,7 +415,7 @@ def _cell_wave_host(plan, phases: list[KernelIR], guard: str, source: bytes) -> 
     the device launches cooperative kernels; else the loop as written."""
     rep = plan.repetition
     blocks = max(sum(lane.blocks for lane in k.lanes) for k in phases) * min(rep.steps, rep.copies)
-    dynamic = max(k.dynamic_shared for k in phases)
+    static, dynamic = phases_shared(phases)
     loop = rep.loop.range
     original = source[loop.start_offset:loop.end_offset].decode()
     bases = [f"(void*)&{_base(a)}" for a in plan.allocations]
@@ -431,7 +435,7 @@ def _cell_wave_host(plan, phases: list[KernelIR], guard: str, source: bytes) -> 
         "every cell (step, layer) on one anti-diagonal runs in one cooperative launch"
     return (f"{{ /* sirius: waves of cells: the loop body is {rep.copies} copies (layers) of {rep.period} launches; "
             f"{how} */\n  " + guard +
-            "  " + _cooperative_grid(plan.name, plan.threads, dynamic, blocks) +
+            "  " + _cooperative_grid(plan.name, plan.threads, static, dynamic, blocks) +
             "  if (sirius_cells_ok && sirius_coop && sirius_grid > 0) {\n" + launch +
             "  } else { /* sirius: not the values optimized for, or no cooperative launches: the loop as written */\n"
             f"  {original}\n  }}\n}}")
@@ -454,10 +458,12 @@ def _folded_conditions(k: KernelIR) -> list[str]:
     return conds
 
 
-def _shared_opt_in(fk: KernelIR) -> str:
-    """Once per program run: allow the fused kernel's launch more than 48 KB of shared memory."""
-    return (f"static const cudaError_t sirius_opt_in_{fk.group.id} = cudaFuncSetAttribute({fk.name}, "
-            f"cudaFuncAttributeMaxDynamicSharedMemorySize, {fk.dynamic_shared}); (void)sirius_opt_in_{fk.group.id}; ")
+def _shared_opt_in(kernel: str, dynamic: int, tag) -> str:
+    """Once per program run: allow the launches of ``kernel`` ``dynamic`` bytes of dynamic
+    shared memory, more than the 48 KB a launch gets by default (``tag`` names the variable
+    holding the call's result)."""
+    return (f"static const cudaError_t sirius_opt_in_{tag} = cudaFuncSetAttribute({kernel}, "
+            f"cudaFuncAttributeMaxDynamicSharedMemorySize, {dynamic}); (void)sirius_opt_in_{tag}; ")
 
 
 def _temporaries(inst: LaunchInstance, config_used: bool) -> str:
@@ -580,7 +586,7 @@ def _issue(group: FusionGroup, insts, fused: dict[int, KernelIR]) -> str:
         return _original_launch(insts[group.launches[0]])
     k = fused[group.id]
     args = ", ".join(f"sirius_a{p.launch}_{p.position}" for p in k.params if p.passed)
-    opt_in = _shared_opt_in(k) if k.shared_opt_in else ""
+    opt_in = _shared_opt_in(k.name, k.dynamic_shared, k.group.id) if k.shared_opt_in else ""
     return f"{opt_in}{k.name}<<<{k.grid_text}, {k.block_text}, {k.dynamic_shared}>>>({args})"
 
 
@@ -620,7 +626,7 @@ def _wave_kernel(k: KernelIR, insts, decls, source: bytes) -> tuple[str, str]:
     host = (f"{{ /* sirius: wavefront over ({wave.outer}, {wave.inner}): the {len(lane.fragments)} launches of each "
             f"iteration are one fused launch, and all iterations on one anti-diagonal share it */\n  {guard}"
             "  if (sirius_cells_ok) {\n"
-            + (f"  {{ {_shared_opt_in(k)}}}\n" if k.shared_opt_in else "") +
+            + (f"  {{ {_shared_opt_in(k.name, k.dynamic_shared, k.group.id)}}}\n" if k.shared_opt_in else "") +
             f"  {wave.wave_for} {{\n"
             f"    const int sirius_lo = {wave.lo};\n"
             f"    const int sirius_hi = {wave.hi};\n"

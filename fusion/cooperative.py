@@ -29,7 +29,11 @@ with the reason) for a region it leaves alone:
   each parameter's type);
 * no kernel calls a helper that reads the built-in block or thread indices (a phase's
   blocks are virtual blocks of the grid: the helper would see the physical ones);
-* no wavefront runs in the region (its waves are launches of their own).
+* no wavefront runs in the region (its waves are launches of their own);
+* a block holds the static shared arrays of every phase (they live for the whole kernel)
+  and the largest dynamic size of the phases: over 48 KB the launch needs the kernel's own
+  opt-in (``cudaFuncSetAttribute``, which code generation emits before the occupancy query
+  and the launch, both with that dynamic size); past the architecture's limit it is refused.
 
 Early exits: each fragment is a function that returns to its phase's loop, and every
 thread of the block reaches the barriers of the loop and the grid barrier; but a kernel
@@ -45,7 +49,8 @@ from dataclasses import dataclass
 
 from sirius.analysis.program_model import ProgramModel
 from sirius.fusion.redundant_barriers import BARRIER_CALL
-from sirius.fusion.schedule import FusionGroup, Refusal, Schedule, helper_reason, index_helpers
+from sirius.fusion.schedule import (FusionGroup, Refusal, Schedule, helper_reason, index_helpers,
+                                     shared_limit_problem)
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,9 @@ def phases_problem(model: ProgramModel, schedule: Schedule, groups: list[FusionG
         if ldg is not None:
             return (f"{inst.kernel.name} loads through the read-only data cache (line {ldg.line}), which is not "
                     "coherent with an earlier phase's stores within one kernel")
+    too_much = shared_limit_problem(model, launches)
+    if too_much is not None:
+        return too_much
     threads = cooperative_threads(model, groups)
     if isinstance(threads, str):
         return threads

@@ -18,7 +18,7 @@ from typing import Callable
 
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.fusion.promises import fused_param_name, strip_restrict
-from sirius.fusion.schedule import FusionGroup, Schedule, static_shared_bytes
+from sirius.fusion.schedule import FusionGroup, Schedule, needs_shared_opt_in, static_shared_bytes
 
 Dim3 = tuple[int, int, int]
 
@@ -162,12 +162,24 @@ class KernelIR:
     @property
     def shared_opt_in(self) -> bool:
         """The launch needs cudaFuncSetAttribute(MaxDynamicSharedMemorySize) first."""
-        from sirius.fusion.schedule import STATIC_SHARED_LIMIT
-
-        return self.static_shared + self.dynamic_shared > STATIC_SHARED_LIMIT
+        return needs_shared_opt_in(self.static_shared, self.dynamic_shared)
 
     def params_of(self, launch: int) -> tuple[Param, ...]:
         return tuple(p for p in self.params if p.launch == launch)
+
+
+def phases_shared(phases: list[KernelIR]) -> tuple[int, int]:
+    """Static and dynamic shared bytes per block of one kernel running ``phases`` one after
+    another (a cooperative kernel, waves of cells). Static arrays live for the whole kernel:
+    each counts once (a helper's array is one, whichever phase calls it), and each phase's
+    pool (``shared_overlay``) is an array of its own, printed per phase. The dynamic area is
+    reused by every phase: as large as the largest."""
+    arrays: dict = {}
+    for k in phases:
+        for a in k.shared:
+            if not a.dynamic:
+                arrays[(k.group.id, a.symbol) if a.symbol == "sirius_pool" else a.symbol] = a.bytes
+    return sum(arrays.values()), max(k.dynamic_shared for k in phases)
 
 
 def argument_of(p: Param, insts: dict[int, LaunchInstance]):

@@ -199,6 +199,28 @@ def static_shared_bytes(kernels) -> int:
     return sum(arrays.values())
 
 
+def needs_shared_opt_in(static: int, dynamic: int) -> bool:
+    """A launch whose block holds this much shared memory fails on a GPU unless the program
+    first raises the kernel's limit with cudaFuncSetAttribute(MaxDynamicSharedMemorySize)."""
+    return static + dynamic > STATIC_SHARED_LIMIT
+
+
+def shared_limit_problem(model: ProgramModel, launches: list[LaunchInstance]) -> str | None:
+    """Why one kernel running ``launches`` cannot have the shared memory they need (None: it
+    can). Every block holds the static shared arrays of all of them (static arrays live for
+    the whole kernel) and the largest dynamic size: over 48 KB in all the launch needs the
+    opt-in code generation emits, and past the device's opt-in limit it cannot run."""
+    static = static_shared_bytes([i.kernel for i in launches])
+    if static > STATIC_SHARED_LIMIT:
+        return f"static shared memory of the fragments ({static} bytes) exceeds {STATIC_SHARED_LIMIT}"
+    dynamic = max((i.statement.shmem.constant_value() if i.statement.shmem else None) or 0 for i in launches)
+    limit = shared_opt_in_limit(model.arch)
+    if static + dynamic > limit:
+        return (f"shared memory of the fused kernel ({static} bytes static + {dynamic} dynamic) exceeds "
+                f"the {limit} bytes a block of {model.arch} can have")
+    return None
+
+
 def _config(stmt: HostStatement) -> tuple | None:
     g = stmt.grid.constant() if stmt.grid else None
     b = stmt.block.constant() if stmt.block else None
@@ -669,20 +691,8 @@ class _RegionLegality:
         return self.shared_problem([i for lane in lanes for i in lane])
 
     def shared_problem(self, launches: list[int]) -> Problem | None:
-        """Every block of a fused kernel holds the static shared arrays of all its fragments,
-        and the largest dynamic size of the launches: over 48 KB in all the launch needs the
-        opt-in code generation emits, and past the device's opt-in limit it cannot run."""
-        static = static_shared_bytes([self.inst[i].kernel for i in launches])
-        if static > STATIC_SHARED_LIMIT:
-            return Problem(RefusalKind.SHARED_MEMORY,
-                           f"static shared memory of the fragments ({static} bytes) exceeds {STATIC_SHARED_LIMIT}")
-        dynamic = max(self.inst[i].statement.shmem.constant_value() or 0 for i in launches)
-        limit = shared_opt_in_limit(self.model.arch)
-        if static + dynamic > limit:
-            return Problem(RefusalKind.SHARED_MEMORY,
-                           f"shared memory of the fused kernel ({static} bytes static + {dynamic} dynamic) exceeds "
-                           f"the {limit} bytes a block of {self.model.arch} can have")
-        return None
+        why = shared_limit_problem(self.model, [self.inst[i] for i in launches])
+        return None if why is None else Problem(RefusalKind.SHARED_MEMORY, why)
 
 
 _DEPENDENCE_PATH = Problem(RefusalKind.DEPENDENCE_PATH, "a launch between them depends on one and feeds the other")

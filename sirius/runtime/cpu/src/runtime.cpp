@@ -350,8 +350,10 @@ static void fill_poison(void* p, size_t bytes, unsigned word) {
 // A launch gets 48 KB of shared memory per block (static plus dynamic) unless
 // the program raised the kernel's dynamic limit with cudaFuncSetAttribute;
 // beyond that a GPU rejects the launch. Kernels are known here by the name
-// their launches spell; an opt-in whose kernel cannot be read by name makes
-// every kernel's limit unknown (no error is then reported).
+// their launches spell (or that name without namespaces and template
+// arguments, when the opt-in spelled it otherwise); an opt-in whose kernel
+// cannot be read by name, or a launch whose kernel has none (cudaLaunchKernel
+// is given a pointer), makes the limit unknown (no error is then reported).
 static const size_t kDefaultShared = 48 * 1024;
 static std::mutex g_opt_in_lock;
 static std::map<std::string, size_t> g_opt_in;
@@ -363,6 +365,8 @@ static std::string kernel_spelling(const std::string& text) {
     if (!isspace((unsigned char)c) && c != '&') out += c;
   return out;
 }
+
+static std::string kernel_base_name(const std::string& spelled);
 
 cudaError_t opt_in_dynamic_shared(const char* args_text, int bytes) {
   std::string args = args_text, first;
@@ -385,6 +389,63 @@ cudaError_t opt_in_dynamic_shared(const char* args_text, int bytes) {
   return cudaSuccess;
 }
 
+// Whether the program opted in for the kernel of launch L (then `allowed` is the
+// dynamic size it allowed); `known` is false where the limit cannot be told (see
+// above). Called with g_opt_in_lock held.
+static bool opted_in_shared(const LaunchBase* L, size_t* allowed, bool* known) {
+  std::string name = kernel_spelling(L->name);
+  *known = !g_opt_in_unattributed && std::strcmp(L->name, "cudaLaunchKernel") != 0 &&
+           std::strcmp(L->name, "cudaLaunchCooperativeKernel") != 0;
+  auto it = g_opt_in.find(name);
+  if (it == g_opt_in.end()) {
+    std::string base = kernel_base_name(name);
+    it = std::find_if(g_opt_in.begin(), g_opt_in.end(),
+                      [&](const auto& e) {
+                        return !base.empty() && kernel_base_name(e.first) == base;
+                      });
+  }
+  if (it == g_opt_in.end()) return false;
+  *allowed = it->second;
+  return true;
+}
+
+// A block of launch L holding `static_bytes` of static shared memory (what it
+// has touched so far; `before_blocks`: none yet, the launch is about to run) and
+// the launch's dynamic size must fit in what a GPU grants it; else, as a GPU
+// rejects the launch, the run stops with the kernel and the sizes. (A GPU
+// returns cudaErrorInvalidValue; a program may swallow that, as a cooperative
+// launch's fallback does, and `sirius verify` would never hear of it.)
+static void check_shared_limit(const LaunchBase* L, size_t static_bytes, bool before_blocks) {
+  size_t total = static_bytes + L->shmem;
+  if (total <= kDefaultShared) return;
+  size_t allowed = kDefaultShared - std::min(static_bytes, kDefaultShared);
+  bool known, opted;
+  {
+    std::lock_guard<std::mutex> lock(g_opt_in_lock);
+    opted = opted_in_shared(L, &allowed, &known);
+  }
+  if (!opted && !known) return;
+  if (L->shmem <= allowed && static_bytes + allowed <= kMaxDynamicShared) return;
+  char limit[200];
+  if (opted)
+    snprintf(limit, sizeof limit, "the program opted in to %zu bytes of dynamic shared memory for it",
+             allowed);
+  else
+    snprintf(limit, sizeof limit,
+             "48 KB in all without cudaFuncSetAttribute(%s, "
+             "cudaFuncAttributeMaxDynamicSharedMemorySize, ...)",
+             L->name);
+  char need[160];
+  if (before_blocks)
+    snprintf(need, sizeof need, "%zu bytes of dynamic shared memory", L->shmem);
+  else
+    snprintf(need, sizeof need, "%zu bytes of shared memory (%zu static + %zu dynamic)", total,
+             static_bytes, L->shmem);
+  fatal("kernel '%s' needs %s per block: a GPU rejects this %slaunch (cudaErrorInvalidValue): %s, "
+        "at most %zu with it",
+        L->name, need, L->cooperative ? "cooperative " : "", limit, kMaxDynamicShared);
+}
+
 // Called when a block first touches a static __shared__ variable: the block's
 // static shared memory so far, with the launch's dynamic size, must fit.
 static void count_static_shared(Worker* w, size_t bytes) {
@@ -393,22 +454,7 @@ static void count_static_shared(Worker* w, size_t bytes) {
     w->static_shared = 0;
   }
   w->static_shared += bytes;
-  LaunchBase* L = w->launch;
-  size_t total = w->static_shared + L->shmem;
-  if (total <= kDefaultShared) return;
-  size_t allowed;
-  {
-    std::lock_guard<std::mutex> lock(g_opt_in_lock);
-    auto it = g_opt_in.find(kernel_spelling(L->name));
-    if (it == g_opt_in.end() && g_opt_in_unattributed) return;
-    allowed = it == g_opt_in.end() ? kDefaultShared - std::min(w->static_shared, kDefaultShared)
-                                   : it->second;
-  }
-  if (L->shmem > allowed || w->static_shared + allowed > kMaxDynamicShared)
-    fatal("kernel '%s' needs %zu bytes of shared memory per block (%zu static + %zu dynamic): "
-          "a GPU rejects this launch (48 KB without cudaFuncSetAttribute("
-          "cudaFuncAttributeMaxDynamicSharedMemorySize), %zu with it)",
-          L->name, total, w->static_shared, L->shmem, kMaxDynamicShared);
+  check_shared_limit(w->launch, w->static_shared, false);
 }
 
 void poison_shared(const volatile void* p, size_t bytes) {
@@ -1035,6 +1081,7 @@ static cudaError_t run_cooperative(LaunchBase* L);
 cudaError_t run_launch(LaunchBase* L) {
   if (!L->cooperative) log_launch(L->name);  // a cooperative one once it is sure to run
   if (cudaError_t e = check_launch(L)) return e;
+  check_shared_limit(L, 0, true);
   if (L->cooperative) return run_cooperative(L);
   dim3 g = L->grid;
   unsigned long long nblocks = (unsigned long long)g.x * g.y * g.z;
