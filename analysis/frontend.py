@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TypeVar
 
+from sirius.analysis.managed_variables import MANAGED_HEADER
 from sirius.config import CompileFlags, Toolchain
 from sirius.errors import InputError, SiriusError
 
@@ -34,6 +35,9 @@ class CompileJob:
         args += self.flags.preprocessor_args()
         for d in self.toolchain.extra_include_dirs:
             args += ["-isystem", d]
+        # clang's CUDA mode ignores __managed__; the header makes it a device global
+        # marked as managed (see analysis/managed_variables.py)
+        args += ["-include", str(MANAGED_HEADER)]
         return args
 
     def clang_command(self, side: str) -> list[str]:

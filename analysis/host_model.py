@@ -10,6 +10,11 @@ a loop of 100 steps is one statement with a domain, not 100 copies.
 A pointer whose allocation cannot be traced (reassigned slots, values
 loaded from memory, arithmetic the evaluator does not follow) is recorded
 as ``unknown``: later analyses must assume it may alias any allocation.
+
+The host's loads and stores of ``__managed__`` variables are copies from and
+into their device buffers (see ``analysis.managed_variables``). A launch the
+program writes as ``cudaLaunchKernel``/``cudaLaunchCooperativeKernel`` takes
+its shape and arguments from the call itself (``call`` names it).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from dataclasses import dataclass, field
 from sirius.analysis.cfg import loop_nest, structured_order
 from sirius.analysis.evaluate import Evaluator, Formula, LoopInfo, Pointer, conjunction
 from sirius.analysis.ir import Arg, Block, Const, Function, Instr, Module, TypeLayout, Value
+from sirius.analysis.managed_variables import mentioned_variable
 from sirius.analysis.symbolic import Expr
 from sirius.errors import InputError
 
@@ -34,6 +40,8 @@ _COPY_KINDS = {0: "HostToHost", 1: "HostToDevice", 2: "DeviceToHost", 3: "Device
 
 # runtime calls that launch the kernel of their first operand with an argument array
 _LAUNCH_CALLS = ("cudaLaunchKernel", "cudaLaunchCooperativeKernel")
+# instructions that access memory -> the operand holding the address
+_MEMORY_ACCESS = {"load": 0, "store": 1, "atomicrmw": 0, "cmpxchg": 0}
 
 
 @dataclass(frozen=True)
@@ -197,15 +205,18 @@ class HostModel:
 
 
 class _HostEvaluator(Evaluator):
-    def __init__(self, func: Function, layout: TypeLayout):
+    def __init__(self, func: Function, layout: TypeLayout, managed: frozenset[str] = frozenset()):
         super().__init__(func, layout, loop_prefix="h")
         self.slot_alloc: dict[int, int] = {}  # id(alloca) -> allocation id
         self.reassigned: set[int] = set()
         self.bound_args: dict[int, object] = {}  # entry parameters bound at the caller's call site
+        self.managed = managed  # __managed__ variables: the host addresses their device buffer
 
     def leaf(self, v: Value):
         if isinstance(v, Arg) and v.index in self.bound_args:
             return self.bound_args[v.index]
+        if v.kind == "global" and v.name in self.managed:
+            return Pointer(("global", v.name), Expr.const(0))
         if isinstance(v, Instr) and v.opcode == "load" and v.type == "ptr":
             slot = v.operands[0]
             aid = self.slot_alloc.get(id(slot))
@@ -264,13 +275,15 @@ def _arg_array_slots(array: Value, call: Instr, ev: Evaluator) -> dict[int, Valu
 
 class _HostModelBuilder:
     def __init__(self, module: Module, entry: str, alloc_names, kernel_of_stub, caller: "_HostModelBuilder | None" = None,
-                 device_globals: frozenset[str] = frozenset(), demangle=lambda name: name):
+                 device_globals: frozenset[str] = frozenset(), demangle=lambda name: name,
+                 managed: frozenset[str] = frozenset()):
         self.module = module
         if entry not in module.functions or module.functions[entry].is_declaration:
             raise InputError(f"error: entry function '{entry}' is not defined in the program")
         self.func = module.functions[entry]
         self.layout = TypeLayout(module.struct_types)
-        self.ev = _HostEvaluator(self.func, self.layout)
+        self.managed = managed
+        self.ev = _HostEvaluator(self.func, self.layout, managed)
         self.alloc_names = alloc_names  # callable(line, ordinal) -> name | None
         self.kernel_of_stub = kernel_of_stub  # callable(stub name) -> kernel name | None
         self.allocations: list[Allocation] = []
@@ -298,6 +311,8 @@ class _HostModelBuilder:
                 if callee is None:
                     if ins.opcode in ("call", "invoke") and "asm" not in ins.text.split("(", 1)[0]:
                         self._opaque(ins, "a function pointer", nest, domain)
+                    elif self.managed and ins.opcode in _MEMORY_ACCESS:
+                        self._managed_access(ins, nest, domain)
                     continue
                 if callee == "__cudaPushCallConfiguration":
                     pending_config = ins
@@ -369,16 +384,25 @@ class _HostModelBuilder:
         in_loop = any(first.block in lp.blocks for lp in self.ev.loops)
         return not in_loop and dominates(self.ev.idom, first.block, later.block)
 
+    def _buffer_of(self, p: Pointer) -> str | None:
+        """The device buffer a host pointer points into: an allocation, or a managed variable."""
+        if not isinstance(p.base, tuple):
+            return None
+        if p.base[0] == "alloc":
+            return self.alloc_by_id[p.base[1]].name
+        return p.base[1] if p.base[0] == "global" and p.base[1] in self.managed else None
+
     def _resolve(self, v: Value) -> ArgValue:
         r = self.ev.value(v)
-        if isinstance(r, Pointer) and isinstance(r.base, tuple) and r.base[0] == "alloc":
-            return ArgValue("buffer", buffer=self.alloc_by_id[r.base[1]].name, offset=r.offset)
+        buffer = self._buffer_of(r) if isinstance(r, Pointer) else None
+        if buffer is not None:
+            return ArgValue("buffer", buffer=buffer, offset=r.offset)
         if isinstance(r, MaySet):
             opts = []
             for p in r.options:
-                if not (isinstance(p.base, tuple) and p.base[0] == "alloc"):
+                if self._buffer_of(p) is None:
                     return ArgValue("unknown")
-                opts.append((self.alloc_by_id[p.base[1]].name, p.offset))
+                opts.append((self._buffer_of(p), p.offset))
             return ArgValue("buffers", options=tuple(sorted(opts, key=lambda o: (o[0], str(o[1])))))
         if isinstance(r, Expr):
             return ArgValue("scalar", value=r)
@@ -387,6 +411,49 @@ class _HostModelBuilder:
         if isinstance(r, Pointer) and isinstance(r.base, tuple) and r.base[0] == "host":
             return ArgValue("host")
         return ArgValue("unknown")
+
+    def _managed_targets(self, address: Value) -> list[tuple[str, Expr | None]]:
+        """The managed variables ``address`` may point into, each with the byte offset (None:
+        unknown). Where the evaluator cannot follow the pointer (a ``select``, say), any
+        managed variable its computation names counts, at an unknown offset."""
+        p = self.ev.value(address)
+        if isinstance(p, (Pointer, MaySet)):
+            options = (p,) if isinstance(p, Pointer) else tuple(p.options)
+            return [(o.base[1], o.offset if o is p else None) for o in options
+                    if isinstance(o.base, tuple) and o.base[0] == "global" and o.base[1] in self.managed]
+        named, seen, work = [], set(), [address]
+        while work:
+            v = work.pop()
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            name = mentioned_variable(v, self.managed)
+            if name is not None:
+                named.append((name, None))
+            elif isinstance(v, Instr) and v.opcode not in ("load", "call", "invoke"):
+                work.extend(v.operands)  # a pointer loaded or returned may be anything: not followed
+        return named
+
+    def _managed_access(self, ins: Instr, nest, domain) -> None:
+        """A host load, store or atomic of a ``__managed__`` variable: a copy from its device
+        buffer (a read), into it (a write), or both, over the bytes accessed."""
+        accessed = ins.operands[0].type if ins.opcode == "store" else ins.type
+        size = self.layout.size(accessed) if ins.opcode in ("load", "store") else None
+        for name, offset in self._managed_targets(ins.operands[_MEMORY_ACCESS[ins.opcode]]):
+            self._host_access(ins, name, offset, size if offset is not None else None,
+                              reads=ins.opcode != "store", writes=ins.opcode != "load", nest=nest, domain=domain)
+
+    def _host_access(self, ins: Instr, name: str, offset: Expr | None, size: int | None, reads: bool, writes: bool,
+                     nest, domain, how: str = "") -> None:
+        # an extent the model does not know (size None) is all of the variable, from its start
+        buffer = ArgValue("buffer", buffer=name, offset=offset if size is not None else Expr.const(0))
+        verb = "read and write" if reads and writes else ("read" if reads else "write")
+        self.statements.append(HostStatement(
+            len(self.statements), "copy", ins.line, nest, domain,
+            direction="Default" if reads and writes else ("DeviceToHost" if reads else "HostToDevice"),
+            src=buffer if reads else ArgValue("host"), dst=buffer if writes else ArgValue("host"),
+            bytes=Expr.const(size) if size is not None else None,
+            call=f"host {verb} of __managed__ {self._readable(name)}{how}", inlined_from=ins.inlined_from))
 
     def _dim3(self, xy: Value, z: Value) -> Dim3:
         packed = self.ev.expr(xy)
@@ -413,13 +480,37 @@ class _HostModelBuilder:
             return Dim3(x, y, zz)
         return Dim3(None, None, zz)
 
+    def _held_value(self, holder: Value | None, call: Instr) -> ArgValue:
+        """What the variable at ``holder`` holds at ``call``: the value last stored into it,
+        or the allocation ``cudaMalloc(&holder, ...)`` put there (``void* args[] = {&d_x}``)."""
+        if holder is None:
+            return ArgValue("unknown")
+        store = _last_store_to(holder, call, self.ev)
+        if store is not None:
+            return self._resolve(store.operands[0])
+        aid = self.ev.slot_alloc.get(id(holder))
+        if aid is not None and id(holder) not in self.ev.reassigned:
+            return ArgValue("buffer", buffer=self.alloc_by_id[aid].name, offset=Expr.const(0))
+        return ArgValue("unknown")
+
     def _launch(self, call: Instr, stub: str, config: Instr | None, nest, domain, via_array: bool) -> None:
         kernel = self.kernel_of_stub(stub)
+        launched_by = None  # the runtime call the program launches with, instead of <<<>>>
         if config is not None and len(config.operands) >= 7:
-            grid = self._dim3(config.operands[0], config.operands[1])
-            block = self._dim3(config.operands[2], config.operands[3])
-            shmem = self.ev.expr(config.operands[4])
-            stream_v = config.operands[5]
+            shape = config.operands[:6]
+        elif via_array and len(call.operands) >= 9:
+            launched_by = call.callee
+            # cudaLaunchKernel((void*)k, grid, block, args, shmem, stream) written by the program
+            # (not an inlined <<<>>> stub, which pops what __cudaPushCallConfiguration pushed):
+            # the call carries the configuration, dim3s passed as (xy, z) pairs as above
+            shape = call.operands[1:5] + call.operands[6:8]
+        else:
+            shape = None
+        if shape is not None:
+            grid = self._dim3(shape[0], shape[1])
+            block = self._dim3(shape[2], shape[3])
+            shmem = self.ev.expr(shape[4])
+            stream_v = shape[5]
         else:
             grid = block = Dim3(None, None, None)
             shmem, stream_v = None, None
@@ -429,14 +520,13 @@ class _HostModelBuilder:
             slots = _arg_array_slots(call.operands[5], call, self.ev)
             args = []
             for i in range(len(slots)):
-                holder = slots.get(i)
-                store = _last_store_to(holder, call, self.ev) if holder is not None else None
-                args.append(self._resolve(store.operands[0]) if store is not None else ArgValue("unknown"))
+                args.append(self._held_value(slots.get(i), call))
         else:
             args = [self._resolve(op) for op in call.call_args]
         self.statements.append(HostStatement(
             len(self.statements), "launch", call.line, nest, domain, kernel=kernel or stub, grid=grid,
-            block=block, shmem=shmem, stream=stream, args=tuple(args), inlined_from=call.inlined_from))
+            block=block, shmem=shmem, stream=stream, args=tuple(args), inlined_from=call.inlined_from,
+            call=launched_by))
 
     def _runtime_call(self, ins: Instr, callee: str, nest, domain) -> None:
         """Every call between launches becomes a statement, unless it is host-only:
@@ -466,16 +556,28 @@ class _HostModelBuilder:
         elif callee in _SYNC_CALLS:
             add(kind="sync", detail=callee)
         elif host_only_call(callee):
-            return
+            self._managed_arguments(ins, callee, nest, domain)
         elif callee in self.module.functions and not self.module.functions[callee].is_declaration:
             effect = self._device_effect(callee)
             if effect is None:
+                self._managed_arguments(ins, callee, nest, domain)
                 return
             if effect == "launches kernels":
                 self.launching_calls.append(callee)
             self._opaque(ins, self._readable(callee), nest, domain, f"the function {effect}")
         else:
             self._opaque(ins, self._readable(callee), nest, domain)
+
+    def _managed_arguments(self, ins: Instr, callee: str, nest, domain) -> None:
+        """A host call given the address of a ``__managed__`` variable (``memset(acc, ...)``,
+        a helper of the program) may read and write all of it."""
+        if not self.managed:
+            return
+        # llvm.memset.p0.i64 -> memset: the intrinsic clang made of the program's call
+        called = callee.split(".")[1] if callee.startswith("llvm.") else self._readable(callee)
+        for name in dict.fromkeys(name for arg in ins.call_args for name, _ in self._managed_targets(arg)):
+            self._host_access(ins, name, None, None, reads=True, writes=True, nest=nest, domain=domain,
+                              how=f" in {called}")
 
     def _readable(self, name: str) -> str:
         readable = self.demangle(name)
@@ -513,6 +615,10 @@ class _HostModelBuilder:
         found = None
         for ins in fn.instructions():
             c = ins.callee
+            touched = next(filter(None, (mentioned_variable(op, self.managed) for op in ins.operands)), None) \
+                if self.managed else None
+            if touched is not None:
+                found = found or f"reads or writes the __managed__ variable {self._readable(touched)}"
             if c in _LAUNCH_CALLS or (c and "__device_stub__" in c):
                 return "launches kernels"
             if c is None and ins.opcode in ("call", "invoke") and "asm" not in ins.text.split("(", 1)[0]:
@@ -527,15 +633,19 @@ class _HostModelBuilder:
 
 def build_host_model(module: Module, entry: str, alloc_names, kernel_of_stub,
                      callers: tuple[str, ...] = (), device_globals: frozenset[str] = frozenset(),
-                     demangle=lambda name: name) -> HostModel:
+                     demangle=lambda name: name, managed: frozenset[str] = frozenset()) -> HostModel:
     """Model the statements of ``entry`` in the host IR module (see the module docstring).
 
     With ``callers`` (``("main",)``, or ``("main", "run_model")`` when the
     entry is a helper called through others, outermost first), allocations
     are the outermost caller's and each function's parameters are bound to
-    what every call site in its caller passes.
+    what every call site in its caller passes. ``managed`` names the ``__managed__``
+    variables: the host's loads and stores of them are statements (see
+    ``analysis.managed_variables``).
     """
     parent = None
     for name in callers:
-        parent = _HostModelBuilder(module, name, alloc_names, kernel_of_stub, parent, device_globals, demangle)
-    return _HostModelBuilder(module, entry, alloc_names, kernel_of_stub, parent, device_globals, demangle).run()
+        parent = _HostModelBuilder(module, name, alloc_names, kernel_of_stub, parent, device_globals, demangle,
+                                   managed)
+    return _HostModelBuilder(module, entry, alloc_names, kernel_of_stub, parent, device_globals, demangle,
+                             managed).run()

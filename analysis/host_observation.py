@@ -7,7 +7,8 @@ model holds (a copy, a memset, an opaque call: those order launches themselves).
 The host can do that only through memory it shares with the device, or through
 the device's ``printf`` output, which appears at a synchronization:
 
-- managed memory (``cudaMallocManaged``), read and written by host loads;
+- managed memory (``cudaMallocManaged``, ``__managed__`` variables), read and written by
+  host loads;
 - host memory a kernel reaches (pinned or mapped memory, any pointer whose
   allocation the analysis does not know);
 - a kernel access through a pointer loaded from memory (it may be such memory);
@@ -49,6 +50,8 @@ def sync_observers(model: ProgramModel) -> list[Observer]:
     for a in model.host.allocations:
         if a.function == "cudaMallocManaged":
             found.append(Observer(f"managed memory {a.name}, which the host reads without a copy", a.line))
+    for name, line in model.managed_variables.items():
+        found.append(Observer(f"__managed__ variable {name}, which the host reads without a copy", line))
     for inst in model.launches:
         kernel, line = inst.kernel, inst.statement.line
         for name, arg in inst.bindings:

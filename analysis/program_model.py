@@ -22,6 +22,7 @@ from sirius.analysis.host_model import ArgValue, HostModel, HostStatement, build
 from sirius.analysis.ir import parse_module
 from sirius.analysis.kernel_model import (BLOCK_SYMBOLS, THREAD_SYMBOLS, Access, KernelModel, Param,
                                           build_kernel_model, device_globals)
+from sirius.analysis.managed_variables import managed_variables
 from sirius.analysis.source_index import KernelDecl, LaunchSite, SourceIndex, build_source_index
 from sirius.analysis.symbolic import Expr
 from sirius.errors import InputError
@@ -96,6 +97,7 @@ class ProgramModel:
     launches: list[LaunchInstance] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     device_globals: dict[str, int | None] = field(default_factory=dict)  # __device__/__constant__: name -> bytes
+    managed_variables: dict[str, int | None] = field(default_factory=dict)  # those __managed__: name -> line
     kernel_decls: dict[str, KernelDecl] = field(default_factory=dict)  # by mangled device name
     arch: str = "sm_90"  # the GPU architecture the program is compiled for
 
@@ -267,8 +269,9 @@ def analyze_program(job: CompileJob, entry: str = "main",
         not host.functions["main"].is_declaration else None
     callers: tuple[str, ...] = (caller,) if caller else ()
     globals_ = device_globals(device)
+    managed = managed_variables(device)
     build = lambda fn, outer: build_host_model(host, fn, alloc_name, kernel_of_stub, outer, frozenset(globals_),
-                                               demangle)
+                                               demangle, frozenset(managed))
     host_model = build(entry_ir, callers)
     chain = [entry_ir]
     while not host_model.launches and len(chain) < 4:
@@ -291,7 +294,8 @@ def analyze_program(job: CompileJob, entry: str = "main",
                          + (f"; it calls functions that launch kernels ({helpers}): name one with --entry"
                             if helpers else ""))
     model = ProgramModel(str(job.path), kernels, host_model, source, notes=list(host_model.notes),
-                         device_globals=globals_, kernel_decls=kernel_decls, arch=job.flags.arch)
+                         device_globals=globals_, managed_variables=managed, kernel_decls=kernel_decls,
+                         arch=job.flags.arch)
     sites_by_line: dict[int, list[LaunchSite]] = {}
     for site in source.launches:
         sites_by_line.setdefault(site.range.line, []).append(site)

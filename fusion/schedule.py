@@ -235,6 +235,9 @@ def fragment_problem(model: ProgramModel, inst: LaunchInstance) -> Problem | Non
 
 def _not_a_fragment(model: ProgramModel, inst: LaunchInstance) -> str | None:
     k, site, stmt = inst.kernel, inst.site, inst.statement
+    if site is None and stmt.call is not None:
+        return (f"launched by {stmt.call} with an argument array, not <<<>>>: only <<<>>> launches are "
+                "rewritten into fused kernels")
     if site is None:
         return "launch expression not found in the source" + (
             f" (it is in {stmt.inlined_from}, which the compiler inlined at line {stmt.line})"
@@ -405,10 +408,14 @@ def _separator(source: str, stmts, inst, previous: int | None, launch: HostState
     a, b = inst[previous], inst[launch.index]
     if a.site is None or b.site is None:
         unplaced = a if a.site is None else b
-        where = f" in {unplaced.statement.inlined_from}" if unplaced.statement.inlined_from else ""
+        stmt = unplaced.statement
+        if stmt.call is not None:  # the program's own cudaLaunchKernel: no <<<>>> to rewrite
+            where, why = "", f"it is a {stmt.call} call, not <<<>>>"
+        else:
+            where = f" in {stmt.inlined_from}" if stmt.inlined_from else ""
+            why = "its launch expression is not in the source"
         return Problem(RefusalKind.UNREWRITABLE_LAUNCH,
-                       f"the launch of {unplaced.kernel.name}{where} at line {unplaced.statement.line} cannot be "
-                       "rewritten (its launch expression is not in the source)")
+                       f"the launch of {unplaced.kernel.name}{where} at line {stmt.line} cannot be rewritten ({why})")
     if stmts[previous].loops != launch.loops:
         return Problem(RefusalKind.LOOP_NEST, "they are in different host loop nests")
     if a.site.function != b.site.function:

@@ -62,6 +62,11 @@ PROBES: dict[str, Probe] = {
     "reindexed_after_barrier.cu": Probe(("tile", "spread"), barrier=True),
     "launch_bounds_1024.cu": Probe(("spread", "offset"), nvcc=True, fits=True,
                                    emits=("__launch_bounds__(1024) sirius_fused_",)),
+    "managed_variable_fused.cu": Probe(("square", "shift"), nvcc=True,
+                                       bodies=("acc[i] = acc[i] * acc[i] - 1.0f;", "acc[i] = acc[i] + by;")),
+    "managed_variable_sync.cu": Probe(("count", "normalize"), apart=True,
+                                      reason=("cudaDeviceSynchronize", "host read of __managed__ bins",
+                                              "__managed__ variable bins")),
 }
 
 

@@ -11,7 +11,8 @@ to the file named by ``SIRIUS_DUMP``. A record is, little-endian::
 The element code comes from the destination pointer's type (see ``ElemCode``
 in ``sirius_cpu/api.h``); an unknown type compares as bytes. Managed buffers
 (``cudaMallocManaged``), which the host reads without copies, are recorded
-when freed or at exit, with the allocation's site.
+when freed or at exit, with the allocation's site; ``__managed__`` variables at
+exit, with their name (the call is ``__managed__``).
 
 ``compare_runs`` pairs the copies of the two runs by order and compares each
 element-wise: bit-exact by default, or within ``atol + rtol * |original|``
@@ -84,6 +85,8 @@ class Copy:
         ``cudaMemcpy(h, d_out, n, ...)``), else the call site."""
         if self.call == "cudaMallocManaged":
             return "managed buffer"
+        if self.call == "__managed__":
+            return self.args_text
         args = _split_args(self.args_text)
         if len(args) >= 2 and args[1].strip():
             return " ".join(args[1].split())

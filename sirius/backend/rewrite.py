@@ -14,7 +14,17 @@ express is done here, on the text:
    of a block run on one OS thread) followed by a call that fills the variable
    with the block's poison pattern the first time a block reaches it;
 4. CUDA's declaration keywords (``__global__``, ``__device__``,
-   ``__launch_bounds__(...)``, ``__align__(n)``...) become plain C++.
+   ``__launch_bounds__(...)``, ``__align__(n)``...) become plain C++;
+5. a kernel cast to an untyped pointer (``(void*)k``, ``(const void*)&k``,
+   ``reinterpret_cast<void*>(k)``), as ``cudaLaunchKernel`` and
+   ``cudaLaunchCooperativeKernel`` take it, becomes ``::__sirius::kernel_address(k,
+   "k")``: the same pointer, recorded with how to unpack an argument array for
+   ``k``'s parameter types (see ``launch.h``), which a ``void*`` no longer tells;
+6. each definition of a ``__managed__`` variable (a plain global here, which
+   kernels and the host share anyway) is followed by a registration that makes
+   it managed memory for the runtime: kernels may be given its address, and its
+   bytes go to the copy dump at exit, as a ``cudaMallocManaged`` buffer's do, so
+   that ``sirius verify`` compares what the host reads of it.
 
 A launch of a kernel declared with ``__launch_bounds__(N)`` (N a number after
 preprocessing) carries N, so that a block larger than N fails as on a GPU; N
@@ -477,6 +487,105 @@ def _rewrite_launch(text: str, p: int, lines: LineMap, scope: Scope, edits: list
     )
 
 
+# ------------------------------------------------------------------ kernel pointers
+
+_KERNEL_HEAD_SKIP = re.compile(
+    r"\b(?:__launch_bounds__|__maxnreg__|__cluster_dims__|__attribute__|__declspec|alignas|__align__)\s*"
+    r"\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)|\[\[(?:[^\]]|\][^\]])*\]\]"
+)
+_VOID_POINTER = r"(?:const\s+)?void\s*(?:const\s*)?\*"
+# `(void*)`, `(const void*)`, `reinterpret_cast<void*>(` / `static_cast<const void*>(` before a name
+_CAST_TO_VOID = re.compile(
+    rf"\(\s*{_VOID_POINTER}\s*\)\s*(?P<paren>\(\s*)?"
+    rf"|\b(?:reinterpret_cast|static_cast)\s*<\s*{_VOID_POINTER}\s*>\s*\(\s*"
+)
+_QUALIFIED_NAME = re.compile(r"&?\s*(?:::\s*)?(?:[A-Za-z_]\w*\s*::\s*)*(?P<base>[A-Za-z_]\w*)")
+_CLOSING_PARENTHESIS = re.compile(r"\s*\)")
+
+
+def _kernel_names(text: str, spans: list[tuple[int, int]]) -> set[str]:
+    """Names of the kernels the program declares (``k`` of ``__global__ void k(...)``)."""
+    names = set()
+    for start, end in spans:
+        for m in _code_matches(text, r"\b__global__\b", start, end):
+            head = _KERNEL_HEAD_SKIP.sub(" ", text[m.end(): m.end() + 2000])
+            declared = re.search(r"([A-Za-z_]\w*)\s*(?:<[^;{}()]*>)?\s*\(", head)
+            if declared is not None:
+                names.add(declared.group(1))
+    return names
+
+
+def _template_arguments_end(text: str, i: int) -> int:
+    """``i`` past the template argument list starting at ``i`` (``<float, 4>``), if one does."""
+    j = i
+    while j < len(text) and text[j].isspace():
+        j += 1
+    if j >= len(text) or text[j] != "<":
+        return i
+    depth = 0
+    for k in range(j, min(len(text), j + 2000)):
+        c = text[k]
+        if c in "<(":
+            depth += 1
+        elif c in ">)":
+            depth -= 1
+            if depth == 0:
+                return k + 1 if c == ">" else i
+        elif c in ";{}":
+            return i
+    return i
+
+
+def _rewrite_kernel_casts(text: str, spans: list[tuple[int, int]], kernels: set[str], edits: list) -> None:
+    """``(void*)k`` -> ``::__sirius::kernel_address(k, "k")`` for every kernel ``k`` (see the
+    module docstring); casts of anything else are left alone."""
+    if not kernels:
+        return
+    for start, end in spans:
+        for cast in _code_matches(text, _CAST_TO_VOID.pattern, start, end):
+            name = _QUALIFIED_NAME.match(text, cast.end())
+            if name is None or name.group("base") not in kernels:
+                continue
+            stop = close = _template_arguments_end(text, name.end())
+            if cast.group("paren") is not None or not cast.group(0).startswith("("):
+                # `(void*)(k)` and the C++ casts end with the parenthesis after the name
+                paren = _CLOSING_PARENTHESIS.match(text, stop)
+                if paren is None:
+                    continue
+                close = paren.end()
+            kernel = " ".join(text[name.start():stop].split())
+            spelled = kernel.lstrip("&").strip()
+            edits.append(_Edit(cast.start(), close,
+                               f"::__sirius::kernel_address({kernel}, {_c_string(spelled)})"))
+
+
+# ------------------------------------------------------------------ __managed__
+
+
+def _rewrite_managed(text: str, p: int, lines: LineMap, scope: Scope, edits: list, counter: int) -> None:
+    """After the definition holding the ``__managed__`` at ``p``, register each variable it
+    defines as managed memory (``::__sirius::ManagedVariable``). CUDA allows them at
+    namespace scope only; elsewhere the program stays as it is."""
+    if any(kind != "namespace" for kind, _ in scope.braces):
+        return
+    start = _declaration_start(text, p)
+    try:
+        semi = _find_at_depth0(text, p, ";")
+    except ValueError:
+        raise InputError(f"{_where(lines, p)}: error: cannot read this __managed__ declaration") from None
+    decl = _KEYWORD.sub(" ", text[start:semi])
+    if re.search(r"\bextern\b", decl):
+        return  # defined elsewhere, registered there
+    decl = _ALIGN_SPEC.sub(" ", decl)
+    names = [_declarator_name(d) for d in _split_top_level(decl)]
+    if not all(names):
+        raise InputError(f"{_where(lines, p)}: error: cannot read the names this __managed__ declaration "
+                         "defines")
+    registration = "".join(f" static ::__sirius::ManagedVariable __sirius_managed{counter}_{k}({name}, "
+                           f"{_c_string(name)});" for k, name in enumerate(names))
+    edits.append(_Edit(semi + 1, semi + 1, registration))
+
+
 # ------------------------------------------------------------------ __shared__
 
 
@@ -633,7 +742,8 @@ def rewrite_preprocessed(text: str) -> RewriteResult:
     spans = list(lines.user_regions())
     launches = [m.start() for a, b in spans for m in _code_matches(text, r"<<<", a, b)]
     shared = [m.start() for a, b in spans for m in _code_matches(text, r"\b__shared__\b", a, b)]
-    scopes = _scopes_at(text, launches + shared, spans)
+    managed = [m.start() for a, b in spans for m in _code_matches(text, r"\b__managed__\b", a, b)]
+    scopes = _scopes_at(text, launches + shared + managed, spans)
 
     edits: list[_Edit] = []
     names: list[str] = []
@@ -647,6 +757,9 @@ def rewrite_preprocessed(text: str) -> RewriteResult:
         before = len(edits)
         _rewrite_shared(text, p, lines, scopes[p], edits, k)
         done_until = edits[before].end
+    for k, p in enumerate(managed):
+        _rewrite_managed(text, p, lines, scopes[p], edits, k)
+    _rewrite_kernel_casts(text, spans, _kernel_names(text, spans), edits)
 
     edits.sort(key=lambda e: e.start)
     out: list[str] = []

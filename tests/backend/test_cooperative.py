@@ -295,10 +295,11 @@ MISUSE = {
         ["this_grid().sync() at ", "not_cooperative.cu:4 in kernel 'plain', which was not "
          "launched with cudaLaunchCooperativeKernel"],
     ),
-    "untyped_kernel": (
+    "untyped_kernel": (  # (void*)kernel works (a cast of the kernel's name); this pointer is no such cast
         "__global__ void k() {}\n"
         "int main() {\n"
-        "  cudaLaunchCooperativeKernel((void*)k, dim3(1), dim3(1), nullptr);\n"
+        "  void (*typed)() = k;\n"
+        "  cudaLaunchCooperativeKernel((void*)typed, dim3(1), dim3(1), nullptr);\n"
         "  return 0;\n"
         "}\n",
         ["cudaLaunchCooperativeKernel with an untyped (void*) kernel pointer",

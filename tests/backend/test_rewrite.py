@@ -132,3 +132,34 @@ def test_launch_bounds_travel_with_the_launch():
     assert 'LaunchConfig(1, 256).max_threads(128), "k"' in out
     assert 'LaunchConfig(1, 1), "g"' in out
     assert 'LaunchConfig(1, 64), "t<64>"' in out  # a dependent bound is not checked
+
+
+def test_kernel_cast_to_an_untyped_pointer_is_recorded_with_its_type():
+    src = ("__global__ void __launch_bounds__(128) k(float* x) {}\n"
+           "namespace ns { template <typename T> __global__ void t(T* x) {} }\n"
+           "void host(float* p);\n"
+           "void f() {\n"
+           "  cudaLaunchKernel((void*)k, 1, 1, a);\n"
+           "  g((const void *)&ns::t<float>, reinterpret_cast<const void*>(k), (void*)(k), (void*)host,\n"
+           "    \"(void*)k\", (void*)p);\n"
+           "}\n")
+    out = rewrite_preprocessed(pre(src))
+    assert 'cudaLaunchKernel(::__sirius::kernel_address(k, "k"), 1, 1, a);' in out.text
+    assert ('g(::__sirius::kernel_address(&ns::t<float>, "ns::t<float>"), '
+            '::__sirius::kernel_address(k, "k"), ::__sirius::kernel_address(k, "k"), (void*)host,') in out.text
+    assert '"(void*)k", (void*)p);' in out.text  # literals and what is no kernel stay
+    assert "cudaLaunchKernel(::__sirius::kernel_address" in out.text.splitlines()[5]  # lines kept
+
+
+def test_managed_definitions_register_as_managed_memory():
+    src = ("__managed__ float acc[16], total = 0;\n"
+           "namespace ns { static __device__ __managed__ int hits; }\n"
+           "extern __managed__ int elsewhere;\n"
+           "void f() {}\n")
+    out = rewrite_preprocessed(pre(src))
+    lines = [" ".join(line.split()) for line in out.text.splitlines()]
+    assert lines[1].endswith('float acc[16], total = 0; static ::__sirius::ManagedVariable __sirius_managed0_0(acc, '
+                             '"acc"); static ::__sirius::ManagedVariable __sirius_managed0_1(total, "total");')
+    assert 'static int hits; static ::__sirius::ManagedVariable __sirius_managed1_0(hits, "hits"); }' in lines[2]
+    assert "ManagedVariable" not in lines[3]
+    assert out.text.count("\n") == pre(src).count("\n")

@@ -1182,6 +1182,28 @@ int max_active_blocks(const char* args_text, int kernel_arg, int block_size, siz
   return blocks_per_sm((unsigned long long)block_size, launch_bounds_of(kernel.c_str()), shmem);
 }
 
+// Kernels the program casts to an untyped pointer (see kernel_address in
+// launch.h), by address. A cast may run during static initialization (a table
+// of kernels), hence the map built on first use.
+static std::mutex g_untyped_lock;
+static std::map<const void*, UntypedKernel>& untyped_kernels() {
+  static std::map<const void*, UntypedKernel>& kernels = *new std::map<const void*, UntypedKernel>();
+  return kernels;
+}
+
+void register_untyped_kernel(const void* address, const char* name, UntypedLaunch launch) {
+  std::lock_guard<std::mutex> lock(g_untyped_lock);
+  untyped_kernels()[address] = UntypedKernel{name, launch};
+}
+
+bool find_untyped_kernel(const void* address, UntypedKernel* kernel) {
+  std::lock_guard<std::mutex> lock(g_untyped_lock);
+  auto it = untyped_kernels().find(address);
+  if (it == untyped_kernels().end()) return false;
+  *kernel = it->second;
+  return true;
+}
+
 // ------------------------------------------------------------------ cooperative grids
 
 // The cooperative launch in progress: its pool of block threads (kept across
@@ -1415,9 +1437,20 @@ static cudaError_t ret(cudaError_t e) {
   return e;
 }
 
+// __managed__ variables register during static initialization, perhaps before
+// g_ranges is constructed (see track_managed_variable): their ranges wait here
+// until the first lookup adopts them.
+static std::vector<std::pair<const void*, size_t>>& pending_variables() {
+  static std::vector<std::pair<const void*, size_t>>& v =
+      *new std::vector<std::pair<const void*, size_t>>();
+  return v;
+}
+
 // The range holding [p, p + bytes), if any.
 static bool find_range(const void* p, size_t bytes, uintptr_t* base, Range* r) {
   std::lock_guard<std::mutex> lock(g_mem_mutex);
+  for (const auto& v : pending_variables()) g_ranges[(uintptr_t)v.first] = Range{v.second, kManaged};
+  pending_variables().clear();
   uintptr_t a = (uintptr_t)p;
   auto it = g_ranges.upper_bound(a);
   if (it == g_ranges.begin()) return false;
@@ -1515,13 +1548,15 @@ static void dump_copy(const char* text, const char* file, int line, int code, co
   fflush(g_dump);
 }
 
-// Managed buffers (see track_managed in api.h), dumped at cudaFree or exit.
+// Managed buffers (see track_managed in api.h), dumped at cudaFree or exit;
+// __managed__ variables (track_managed_variable) at exit.
 struct Managed {
   const void* p;
   size_t bytes;
   int code;
   const char* file;
   int line;
+  const char* variable;  // the __managed__ variable's name; null for cudaMallocManaged memory
 };
 static std::vector<Managed>& managed_buffers() {
   static std::vector<Managed>& v = *new std::vector<Managed>();
@@ -1529,11 +1564,13 @@ static std::vector<Managed>& managed_buffers() {
 }
 
 static void dump_managed(const Managed& m) {
-  dump_copy("", m.file, m.line, m.code, "cudaMallocManaged", m.p, m.bytes);
+  if (m.variable)
+    dump_copy(m.variable, m.file, m.line, m.code, "__managed__", m.p, m.bytes);
+  else
+    dump_copy("", m.file, m.line, m.code, "cudaMallocManaged", m.p, m.bytes);
 }
 
-void track_managed(const void* p, size_t bytes, int code, const char* file, int line) {
-  if (!p) return;
+static void track(const Managed& m) {
   std::lock_guard<std::mutex> lock(g_mem_mutex);
   if (managed_buffers().empty()) {
     atexit([] {
@@ -1545,7 +1582,18 @@ void track_managed(const void* p, size_t bytes, int code, const char* file, int 
       for (const Managed& m : live) dump_managed(m);
     });
   }
-  managed_buffers().push_back({p, bytes, code, file, line});
+  managed_buffers().push_back(m);
+}
+
+void track_managed(const void* p, size_t bytes, int code, const char* file, int line) {
+  if (p) track({p, bytes, code, file, line, nullptr});
+}
+
+void track_managed_variable(const void* p, size_t bytes, int code, const char* name,
+                            const char* file, int line) {
+  track({p, bytes, code, file, line, name});
+  std::lock_guard<std::mutex> lock(g_mem_mutex);
+  pending_variables().push_back({p, bytes});
 }
 
 static void free_managed(const void* p) {

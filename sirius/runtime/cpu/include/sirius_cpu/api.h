@@ -16,6 +16,10 @@
 
 #define CUDART_VERSION 13000
 #define __CUDART_API_VERSION 13000
+// The calling convention of host callbacks (cudaStreamAddCallback,
+// cudaLaunchHostFunc): __stdcall on Windows, nothing elsewhere, as in CUDA's
+// driver_types.h.
+#define CUDART_CB
 
 enum cudaError {
   cudaSuccess = 0,
@@ -311,6 +315,9 @@ cudaError_t memcpy2d_impl(const char* args_text, const char* file, int line, int
                           size_t width, size_t height, cudaMemcpyKind kind, const char* what);
 cudaError_t symbol_range(const void* symbol, size_t size);
 void track_managed(const void* p, size_t bytes, int elem_code, const char* file, int line);
+// A __managed__ variable (see ManagedVariable below) as managed memory.
+void track_managed_variable(const void* p, size_t bytes, int elem_code, const char* name,
+                            const char* file, int line);
 void set_error(cudaError_t error);
 void unsupported(const char* what);
 // cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), with
@@ -348,6 +355,21 @@ SIRIUS_ELEM(bool, kBool)
 template <class T> constexpr int elem_code() {
   return ElemCodeOf<typename std::remove_cv<T>::type>::value;
 }
+
+// The source rewrite registers each definition of a __managed__ variable (a
+// plain global here, shared by kernels and host) with one of these: kernels may
+// then be given its address, as on a GPU, and since the host reads it without
+// copies its bytes go to the copy dump at exit, as a cudaMallocManaged buffer's
+// do, for `sirius verify` to compare.
+struct ManagedVariable {
+  template <class T>
+  ManagedVariable(T& variable, const char* name, const char* file = __builtin_FILE(),
+                  int line = __builtin_LINE()) {
+    track_managed_variable((const void*)&variable, sizeof(T),
+                           elem_code<typename std::remove_all_extents<T>::type>(), name, file,
+                           line);
+  }
+};
 }  // namespace __sirius
 
 // --- templates and convenience overloads (as in CUDA's cuda_runtime.h) ------

@@ -12,6 +12,11 @@
 // cudaLaunchCooperativeKernel(kernel, grid, block, args[, shmem[, stream]])
 // runs every block of the grid at once, each on an OS thread of its own, so
 // that this_grid().sync() can wait for all of them (see runtime.cpp).
+//
+// Both take the kernel as a typed pointer, or as the untyped one CUDA's API
+// declares (`(void*)kernel`): the source rewrite turns each cast of a kernel's
+// name into kernel_address(kernel, "kernel"), which records by address how to
+// unpack an argument array for that kernel's parameter types.
 #pragma once
 #pragma GCC system_header
 
@@ -136,12 +141,62 @@ inline cudaError_t cudaLaunchKernel(void (*kernel)(P...), dim3 grid, dim3 block,
                            "cudaLaunchKernel", kernel, args, std::index_sequence_for<P...>{});
   return cudaPeekAtLastError();
 }
-inline cudaError_t cudaLaunchKernel(const void*, dim3, dim3, void**, size_t = 0,
-                                    cudaStream_t = 0) {
-  ::__sirius::unsupported(
-      "cudaLaunchKernel with an untyped (void*) kernel pointer; launch it with <<<...>>> or "
-      "pass the kernel itself");
-  return cudaErrorNotSupported;
+
+namespace __sirius {
+
+// Launches the kernel at `address` (of the parameter types it was recorded with).
+using UntypedLaunch = cudaError_t (*)(LaunchConfig& config, const char* name, const void* address,
+                                      void** args);
+struct UntypedKernel {
+  const char* name;
+  UntypedLaunch launch;
+};
+void register_untyped_kernel(const void* address, const char* name, UntypedLaunch launch);
+bool find_untyped_kernel(const void* address, UntypedKernel* kernel);
+
+template <class... P>
+cudaError_t launch_untyped(LaunchConfig& config, const char* name, const void* address,
+                           void** args) {
+  auto kernel = reinterpret_cast<void (*)(P...)>(const_cast<void*>(address));
+  return __sirius_launch_unpacked(config, name, kernel, args, std::index_sequence_for<P...>{});
+}
+
+// What the source rewrite makes of `(void*)kernel`: the same address, recorded.
+template <class... P> inline void* kernel_address(void (*kernel)(P...), const char* name) {
+  register_untyped_kernel(reinterpret_cast<const void*>(kernel), name, &launch_untyped<P...>);
+  return reinterpret_cast<void*>(kernel);
+}
+// A kernel's name that means something else where it is cast (a local variable
+// shadowing it): the cast as written.
+template <class T> inline void* kernel_address(T value, const char*) { return (void*)value; }
+
+// A launch through an untyped pointer: the kernel a cast recorded at that address,
+// with its name (for messages, the launch log, shared-memory opt-ins) and its
+// __launch_bounds__.
+inline cudaError_t launch_through_pointer(bool cooperative, const void* address, LaunchConfig config,
+                                          void** args) {
+  UntypedKernel kernel;
+  if (!find_untyped_kernel(address, &kernel)) {
+    unsupported(cooperative
+                    ? "cudaLaunchCooperativeKernel with an untyped (void*) kernel pointer that no "
+                      "cast of a kernel's name ((void*)kernel) in the program gave; pass the kernel "
+                      "itself"
+                    : "cudaLaunchKernel with an untyped (void*) kernel pointer that no cast of a "
+                      "kernel's name ((void*)kernel) in the program gave; launch it with <<<...>>> "
+                      "or pass the kernel itself");
+    return cudaErrorNotSupported;
+  }
+  config.max_threads(launch_bounds_of(kernel.name));
+  config.cooperative = cooperative;
+  return kernel.launch(config, kernel.name, address, args);
+}
+
+}  // namespace __sirius
+
+inline cudaError_t cudaLaunchKernel(const void* kernel, dim3 grid, dim3 block, void** args,
+                                    size_t shmem = 0, cudaStream_t stream = 0) {
+  return ::__sirius::launch_through_pointer(
+      false, kernel, ::__sirius::LaunchConfig(grid, block, shmem, stream), args);
 }
 
 // cudaLaunchCooperativeKernel: the kernel's spelling comes along (as for
@@ -158,11 +213,10 @@ inline cudaError_t __sirius_launch_cooperative(const char* spelled, void (*kerne
   config.cooperative = true;
   return __sirius_launch_unpacked(config, name, kernel, args, std::index_sequence_for<P...>{});
 }
-inline cudaError_t __sirius_launch_cooperative(const char*, const void*, dim3, dim3, void**,
-                                               size_t = 0, cudaStream_t = 0) {
-  ::__sirius::unsupported(
-      "cudaLaunchCooperativeKernel with an untyped (void*) kernel pointer; pass the kernel "
-      "itself");
-  return cudaErrorNotSupported;
+inline cudaError_t __sirius_launch_cooperative(const char*, const void* kernel, dim3 grid,
+                                               dim3 block, void** args, size_t shmem = 0,
+                                               cudaStream_t stream = 0) {
+  return ::__sirius::launch_through_pointer(
+      true, kernel, ::__sirius::LaunchConfig(grid, block, shmem, stream), args);
 }
 #define cudaLaunchCooperativeKernel(...) __sirius_launch_cooperative(#__VA_ARGS__, __VA_ARGS__)
