@@ -1,7 +1,8 @@
 """Barriers as virtual dependences (paper section 3.3).
 
-Inside one launch, two accesses to the same element by *different threads of
-the same block*, at least one a write, form a virtual dependence. It is
+Inside one launch, two accesses to a common byte by *different threads of
+the same block*, at least one a write, form a virtual dependence (a 4-byte store
+and a 1-byte read through a ``char*`` meet on the store's last bytes). It is
 ordered by a ``__syncthreads()`` that executes between them: in the same
 iteration of the loops they share, a barrier at a program point between the
 two accesses in that loop body; carried by a shared loop, a barrier in that
@@ -96,6 +97,7 @@ def _orderers(a1: Access, a2: Access, common: tuple[str, ...], carried: int | No
 
 
 def _anywhere(buffer: str, loops: int) -> isl.Map:
+    """Every element (or byte) of ``buffer``, from every instance."""
     dims = DIMS + [f"l{k}" for k in range(loops)]
     return isl.Map(f"{{ [{', '.join(dims)}] -> {isl_ident(buffer)}[o0] }}")
 
@@ -129,10 +131,13 @@ def barrier_dependences(inst: LaunchInstance) -> tuple[list[VirtualDependence], 
     """Virtual dependences of one launch and the role of each of its barriers."""
     kernel = inst.kernel
     maps = instance_maps(inst.statement, kernel, inst.bindings, dims=list(DIMS))
+    # a buffer whose accesses all have the size of its element is compared element by
+    # element (equal elements or none); any other in bytes, as between launches
+    sub_word = {m.buffer for m in maps if m.access.size != m.unit}
     parsed = []
     for m in maps:
         try:
-            parsed.append((m.access, m.buffer, isl.Map(m.isl)))
+            parsed.append((m.access, m.buffer, m.byte_map() if m.buffer in sub_word else isl.Map(m.isl)))
         except isl.Error:  # not understood: the access may touch any element, in any thread
             parsed.append((m.access, m.buffer, _anywhere(m.buffer, len(m.access.loops))))
     deps: list[VirtualDependence] = []

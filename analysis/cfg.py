@@ -192,3 +192,57 @@ def structured_order(func: Function, loops: list[Loop]) -> list[Block]:
 
     reachable = set(idom)
     return order_region({b for b in func.blocks if b in reachable}, func.entry, None)
+
+
+def postdominator_sets(func: Function) -> dict[Block, set[Block]]:
+    """For each block, the blocks on every path from it to a return (itself included).
+
+    A block that reaches no return (an endless loop) post-dominates nothing but itself
+    here, which makes more blocks control dependent on branches, never fewer."""
+    blocks = list(func.blocks)
+    universe = set(blocks)
+    pdom: dict[Block, set[Block]] = {b: ({b} if not b.succs else set(universe)) for b in blocks}
+    order = list(reversed(reverse_postorder(func)))
+    order += [b for b in blocks if b not in set(order)]
+    changed = True
+    while changed:
+        changed = False
+        for b in order:
+            if not b.succs:
+                continue
+            new = set.intersection(*(pdom[s] for s in b.succs)) | {b}
+            if new != pdom[b]:
+                pdom[b] = new
+                changed = True
+    for b in blocks:
+        if pdom[b] == universe and len(universe) > 1:
+            pdom[b] = {b}
+    return pdom
+
+
+def deciding_branches(func: Function) -> dict[Block, set[Block]]:
+    """For each block, the branch blocks that decide whether it runs: those it is
+    control dependent on, directly or through another deciding branch.
+
+    ``b`` is control dependent on branch ``p`` when some successor of ``p`` leads to
+    ``b`` on every path while ``p`` itself does not (``b`` does not post-dominate ``p``).
+    """
+    pdom = postdominator_sets(func)
+    direct: dict[Block, set[Block]] = {b: set() for b in func.blocks}
+    for p in func.blocks:
+        if len(p.succs) < 2:
+            continue
+        for s in p.succs:
+            for b in pdom[s]:
+                if b is p or b not in pdom[p]:
+                    direct[b].add(p)
+    closed: dict[Block, set[Block]] = {}
+    for b in func.blocks:
+        seen, work = set(), list(direct[b])
+        while work:
+            p = work.pop()
+            if p not in seen:
+                seen.add(p)
+                work.extend(direct[p])
+        closed[b] = seen
+    return closed

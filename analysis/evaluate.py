@@ -124,6 +124,9 @@ class LoopInfo:
     domain: Formula | None  # constraints on the iterator (and outer symbols); None: unbounded
     line: int | None
     header_label: str
+    # the domain is the iterations that run, whatever the data (every exit's
+    # condition known; not a superset), so a write in every iteration covers its bytes
+    exact: bool = False
 
 
 _SIGNED = {"slt": "lt", "sle": "le", "sgt": "gt", "sge": "ge", "eq": "eq", "ne": "ne",
@@ -448,7 +451,12 @@ class Evaluator:
         branch dominates ``block``; an unknown condition is dropped, which
         widens the guarded region (safe).
         """
-        guards: list[Formula] = []
+        return [f for f in self.dominating_conditions(block).values() if f is not None]
+
+    def dominating_conditions(self, block: Block) -> dict[Block, Formula | None]:
+        """The branches one of whose edges dominates ``block``, outermost first, each
+        with the condition under which that edge is taken (None when unknown)."""
+        found: list[tuple[Block, Formula | None]] = []
         cur = block
         while True:
             parent = self.idom.get(cur)
@@ -458,16 +466,13 @@ class Evaluator:
             if bt is not None:
                 cond, t, f = bt
                 if t is not f:
-                    f_taken = None
                     if len(t.preds) == 1 and dominates(self.idom, t, block):
-                        f_taken = self.condition(cond)
+                        found.append((parent, self.condition(cond)))
                     elif len(f.preds) == 1 and dominates(self.idom, f, block):
                         c = self.condition(cond)
-                        f_taken = None if c is None else c.negate()
-                    if f_taken is not None:
-                        guards.append(f_taken)
+                        found.append((parent, None if c is None else c.negate()))
             cur = parent
-        return list(reversed(guards))
+        return dict(reversed(found))
 
     # --------------------------------------------------------------- loops
     def _note_loop(self, lp: Loop) -> None:
@@ -484,32 +489,34 @@ class Evaluator:
     def _loop_info(self, lp: Loop) -> LoopInfo:
         k = lp.name
         constraints: list[Formula] = [Formula.of(ge(Expr.sym(k), Expr.const(0)))]
+        exact = True  # cleared by every exit whose condition is dropped or widened
         for exiting, outside in lp.exits():
             bt = branch_targets(exiting.terminator)
-            if bt is None:
-                continue
-            cond, t, f = bt
-            stay = self.condition(cond)
+            stay = None
+            if bt is not None:
+                cond, t, f = bt
+                stay = self.condition(cond)
+                if stay is not None and t is outside:
+                    stay = stay.negate()
             if stay is None:
-                continue
-            if t is outside:
-                stay = stay.negate()
-            if stay is None:
+                exact = False  # a bound from the data (or a switch): the domain is a superset
                 continue
             stay = _canonical_exit(stay, k)
             if exiting in lp.latches:
                 # a latch decides whether iteration k+1 runs: iteration k runs if
                 # k = 0 or the condition held at k-1 (a superset of the exact
                 # "held at every j < k", and equal to it for a halfspace)
+                exact = exact and stay.op == "atom" and stay.atom.op == ">="  # type: ignore[union-attr]
                 shifted = stay.subs({k: Expr.sym(k) - 1})
                 first = Formula.of(eq(Expr.sym(k), Expr.const(0)))
                 stay = _simplest(Formula("or", parts=(first, shifted)), shifted, k)
             elif exiting is not lp.header:
+                exact = False
                 continue  # a break in the middle: ignoring it over-approximates
             constraints.append(stay)
         line = next((b.terminator.loop_line for b in lp.latches if b.terminator.loop_line), None) \
             or next((i.line for i in lp.header.instrs if i.line), None)
-        return LoopInfo(lp.name, k, conjunction(constraints), line, lp.header.label)
+        return LoopInfo(lp.name, k, conjunction(constraints), line, lp.header.label, exact)
 
 
 def _canonical_exit(stay: Formula, k: str) -> Formula:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from sirius.analysis.cfg import loop_nest, structured_order
 from sirius.analysis.evaluate import Evaluator, Formula, LoopInfo, Pointer, conjunction
-from sirius.analysis.ir import Arg, Block, Const, Function, Instr, Module, TypeLayout, Value
+from sirius.analysis.ir import Arg, Block, Const, Function, Instr, Module, TypeLayout, Value, c_float_literal
 from sirius.analysis.managed_variables import mentioned_variable
 from sirius.analysis.symbolic import Expr
 from sirius.errors import InputError
@@ -407,7 +407,7 @@ class _HostModelBuilder:
         if isinstance(r, Expr):
             return ArgValue("scalar", value=r)
         if isinstance(v, Const) and v.type in ("float", "double", "half"):
-            return ArgValue("scalar", text=v.text.split(" ", 1)[-1])
+            return ArgValue("scalar", text=c_float_literal(v.text.split(" ", 1)[-1]))
         if isinstance(r, Pointer) and isinstance(r.base, tuple) and r.base[0] == "host":
             return ArgValue("host")
         return ArgValue("unknown")

@@ -11,7 +11,9 @@ lines) are read from the printed instruction and the module's metadata.
 from __future__ import annotations
 
 import ctypes
+import math
 import re
+import struct
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -408,3 +410,27 @@ def gep_source_type(instr: Instr) -> str | None:
     """The source element type printed after ``getelementptr [inbounds|nuw…]``."""
     m = re.search(r"getelementptr (?:(?:inbounds|nuw|nusw|inrange\(\S+\))\s+)*(.+?), ptr", instr.text)
     return m.group(1) if m else None
+
+
+def c_float_literal(llvm_text: str) -> str:
+    """A floating-point constant as LLVM prints it (``5.000000e-01``; ``0x3FB99999A0000000``,
+    the double of the same value, for one decimal cannot show; ``0xH3C00`` for a half) as a
+    C expression of exactly that value (the shortest decimal that reads back as the same
+    double; a float's value is a double's, so the conversion to the parameter's type is exact)."""
+    text = llvm_text.strip()
+    if text.startswith(("0xH", "0xR")):  # half, bfloat16: the bits of the value
+        bits = int(text[3:], 16)
+        value = struct.unpack("<e", struct.pack("<H", bits))[0] if text[2] == "H" else \
+            struct.unpack("<f", struct.pack("<I", bits << 16))[0]
+    elif text.startswith("0x") and len(text) == 18:
+        value = struct.unpack(">d", bytes.fromhex(text[2:]))[0]
+    else:
+        try:
+            value = float(text)
+        except ValueError:
+            return text  # an 80- or 128-bit constant: printed as it came, which a compiler rejects
+    if math.isnan(value):
+        return "__builtin_nan(\"\")"
+    if math.isinf(value):
+        return "__builtin_huge_val()" if value > 0 else "(-__builtin_huge_val())"
+    return f"({value!r})" if value < 0 else repr(value)

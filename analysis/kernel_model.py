@@ -16,9 +16,9 @@ bound leaves the iterator unbounded.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from sirius.analysis.cfg import loop_nest, structured_order
+from sirius.analysis.cfg import deciding_branches, loop_nest, structured_order
 from sirius.analysis.evaluate import Evaluator, Formula, LoopInfo, Pointer, conjunction
 from sirius.analysis.ir import Arg, Block, Function, Instr, Module, TypeLayout, Value, split_top_level
 from sirius.analysis.symbolic import Expr
@@ -69,6 +69,10 @@ class Access:
     reason: str = ""  # why it is not affine
     position: tuple[int, int] = (0, 0)  # program point: (block in program order, instruction)
     noncoherent: bool = False  # a load through the read-only data cache (``__ldg``: ld.global.nc)
+    # every thread (and kernel-loop iteration) satisfying ``guard`` runs it, whatever the
+    # data: no branch the guard leaves out (a condition on loaded values, an early exit
+    # before it, a loop bound from the data) decides it. Only an exact write covers bytes.
+    exact: bool = True
 
     @property
     def affine(self) -> bool:
@@ -126,6 +130,12 @@ class KernelModel:
     def pointer_params(self) -> list[Param]:
         return [p for p in self.params if p.is_pointer]
 
+    def noncoherent_load(self) -> Access | None:
+        """The first load through the read-only data cache (``__ldg``, or a call of a
+        helper that may make one, at any depth), or None: cooperative phases, fused
+        fragments and waves of cells all ask this."""
+        return next((a for a in self.accesses if a.noncoherent), None)
+
     def buffer_unit(self, buffer: str) -> int:
         """Element size used to print indices into ``buffer``: its smallest access."""
         sizes = [a.size for a in self.accesses if a.buffer == buffer and a.size]
@@ -159,6 +169,21 @@ class _DeviceEvaluator(Evaluator):
         super().__init__(func, layout, loop_prefix="k")
         self.params = params
         self.module = module
+        self._deciding: dict[Block, set[Block]] | None = None
+
+    def runs_exactly(self, block: Block) -> bool:
+        """Every thread whose guard holds runs ``block``, whatever the data: each branch
+        deciding whether it runs is a known condition among its guards, or an exit of an
+        enclosing loop whose domain is exact."""
+        if self._deciding is None:
+            self._deciding = deciding_branches(self.func)
+        # a condition known here but affine only at a launch (``i < n`` with i = bx*ntx + tx)
+        # is checked there: access_map takes an access whose guard is not affine as inexact
+        known = {p for p, f in self.dominating_conditions(block).items() if f is not None}
+        for lp in loop_nest(self.loops, block):
+            if self.loop_info(lp).exact:
+                known |= {exiting for exiting, _ in lp.exits()}
+        return self._deciding[block] <= known
 
     def leaf(self, v: Value):
         if isinstance(v, Arg):
@@ -350,12 +375,13 @@ def _record(ev, instr, ptr, kind, ty, size, nest, params, shared, used, accesses
             noncoherent=False):
     p = ev.value(ptr)
     guard = _guard(ev, instr.block, nest)
+    exact = ev.runs_exactly(instr.block)
     if isinstance(p, Pointer):
         named = _base_name(p.base, params, shared, used)
         if named is not None:
             why = reason or ("" if p.offset is not None else "index is data-dependent or not affine")
             accesses.append(Access(kind, named[0], named[1], ty, size, p.offset, guard, nest, instr.line, why, point,
-                                   noncoherent))
+                                   noncoherent, exact))
             return
     else:
         # an address the branches of a merge block choose (common code sunk out of
@@ -366,14 +392,14 @@ def _record(ev, instr, ptr, kind, ty, size, nest, params, shared, used, accesses
             for (name, space), a in named_alts:
                 why = reason or ("" if a.offset is not None else "index is data-dependent or not affine")
                 accesses.append(Access(kind, name, space, ty, size, a.offset, guard, nest, instr.line, why, point,
-                                       noncoherent))
+                                       noncoherent, exact))
             return
     # Unknown base: the pointer was loaded from memory (a ``__device__ float*``, say)
     # or computed opaquely. It may point into any device memory, not only into
     # the buffers the kernel's parameters reach.
     why = reason or "pointer of unknown provenance"
     accesses.append(Access(kind, ANY_BUFFER, "global", ty, size, None, guard, nest, instr.line, why, point,
-                           noncoherent))
+                           noncoherent, exact))
 
 
 def _guard(ev: Evaluator, block: Block, nest: tuple[str, ...]) -> Formula | None:
@@ -397,18 +423,20 @@ def _add_bulk_accesses(ev, instr, nest, params, shared, used, accesses) -> None:
 
 
 def _add_opaque_call(ev, instr, nest, params, shared, used, accesses, callee) -> None:
-    """A call to a device function that was not inlined: any access through its pointer arguments."""
+    """A call to a device function that was not inlined: any access through its pointer
+    arguments, its loads through the read-only data cache when it (or a callee) may."""
+    cached = _callee_reads_noncoherent(ev.module, callee)
     for op in instr.operands[:-1]:
         if op.type.startswith("ptr"):
             for kind in ("load", "store"):
-                _record(ev, instr, op, kind, "i8", 1, nest, params, shared, used, accesses)
+                _record(ev, instr, op, kind, "i8", 1, nest, params, shared, used, accesses,
+                        noncoherent=cached and kind == "load")
                 _widen_last(accesses, f"call of device function {callee}")
 
 
 def _widen_last(accesses: list[Access], reason: str = "bulk memory operation of unknown extent") -> None:
     a = accesses[-1]
-    accesses[-1] = Access(a.kind, a.buffer, a.space, a.elem_type, a.size, None, a.guard, a.loops, a.line, reason,
-                          a.position)
+    accesses[-1] = replace(a, offset=None, reason=reason, exact=False)
 
 
 def _whole_block_barrier(callee: str, instr: Instr) -> bool:
@@ -445,6 +473,28 @@ def _callee_effects(module: Module, name: str, seen: set[str] | None = None) -> 
         if inner:
             return inner
     return ""
+
+
+def _callee_reads_noncoherent(module: Module, name: str, seen: set[str] | None = None) -> bool:
+    """A device function that was not inlined, or one it calls, may load through the
+    read-only data cache: an ``__ldg`` (clang's ``!invariant.load``) or a ``__restrict__``
+    parameter (``noalias``), which nvcc may read with ``LDG.E.CONSTANT``."""
+    seen = seen if seen is not None else set()
+    if name in seen:
+        return False
+    seen.add(name)
+    fn = module.functions.get(name)
+    if fn is None or fn.is_declaration:
+        return False
+    if _noalias_params(fn.header):
+        return True
+    for ins in fn.instructions():
+        if ins.opcode == "load" and "!invariant.load" in ins.text:
+            return True
+        c = ins.callee
+        if c is not None and not c.startswith("llvm.") and _callee_reads_noncoherent(module, c, seen):
+            return True
+    return False
 
 
 def device_globals(module: Module) -> dict[str, int | None]:

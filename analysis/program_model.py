@@ -16,6 +16,8 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Callable
 
+import islpy as isl
+
 from sirius.analysis.evaluate import Formula, conjunction
 from sirius.analysis.frontend import CompileJob, compile_program
 from sirius.analysis.host_model import ArgValue, HostModel, HostStatement, build_host_model
@@ -73,6 +75,20 @@ class AccessMap:
     isl: str  # isl map text; every instance of the launch touching the buffer
     buffer: str  # the allocation (or shared array) accessed
     exact: bool  # False when over-approximated
+    unit: int = 1  # bytes per element of the map's range (the kernel's smallest access of the buffer)
+
+    def byte_map(self) -> isl.Map:
+        """The map with the bytes each instance touches as its range (the access's
+        size from its element's start): the footprint every analysis compares, between
+        launches and inside one, so a 4-byte store and a 1-byte read of its last byte
+        meet although their first bytes differ."""
+        m = isl.Map(self.isl)
+        name = m.get_tuple_name(isl.dim_type.out)
+        size = max(self.access.size, 1)
+        if self.unit == 1 and size == 1:
+            return m
+        widen = isl.Map(f"{{ {name}[e] -> {name}[b] : {self.unit}e <= b < {self.unit}e + {size} }}")
+        return m.apply_range(widen)
 
 
 @dataclass(frozen=True)
@@ -156,7 +172,7 @@ def access_map(stmt: HostStatement, kernel: KernelModel, access: Access, subs: d
     unit = kernel.buffer_unit(access.buffer)
     offset = None if access.offset is None else access.offset.subs(subs)
     guard = None if access.guard is None else access.guard.subs(subs)
-    exact = True
+    exact = access.exact
     if offset is not None and not offset.is_affine():
         offset, exact = None, False
     if offset is not None and any(c % unit for _, c in offset.terms):
@@ -189,7 +205,7 @@ def access_map(stmt: HostStatement, kernel: KernelModel, access: Access, subs: d
     params = sorted(symbols - set(dims) - set(access.loops))
     text = (f"[{', '.join(params)}] -> " if params else "") + \
         f"{{ [{', '.join(dims)}] -> {out} : {' and '.join(constraints)} }}"
-    return AccessMap(access, text, buffer, exact)
+    return AccessMap(access, text, buffer, exact, unit)
 
 
 def instance_maps(stmt: HostStatement, kernel: KernelModel, bindings, dims: list[str] | None = None) -> list[AccessMap]:
@@ -208,7 +224,7 @@ def instance_maps(stmt: HostStatement, kernel: KernelModel, bindings, dims: list
             base = None
         m = access_map(stmt, kernel, a, subs, arg.buffer or a.buffer, base, dims)
         if arg.offset is not None and base is None:
-            m = AccessMap(a, m.isl, m.buffer, False)
+            m = dataclasses.replace(m, exact=False)
         maps.append(m)
     return maps
 

@@ -147,11 +147,7 @@ def byte_footprint(inst: LaunchInstance, param: str, kind: str, iterator: str) -
             continue
         if not m.exact:
             return None
-        unit = inst.kernel.buffer_unit(a.buffer)
-        elems = isl.Map(m.isl).range()
-        name = elems.get_tuple_name()
-        to_bytes = isl.Map(f"{{ {name}[e] -> [b] : {unit}e <= b < {unit}e + {a.size} }}")
-        got = elems.apply(to_bytes)
+        got = m.byte_map().range()
         pos = got.find_dim_by_name(isl.dim_type.param, iterator)
         if pos >= 0:
             got = got.move_dims(isl.dim_type.set, 0, isl.dim_type.param, pos, 1)
@@ -283,6 +279,9 @@ class _Privatizer:
                 if w.is_empty():
                     continue
                 rel = _shift(w, arg.offset, self.iterator).project_out(isl.dim_type.set, 0, 1)
+                if not rel.is_bounded():
+                    refused[arg.buffer] = f"{here} writes it over a range with no bound the analysis knows"
+                    return None
                 lo = rel.lexmin().plain_get_val_if_fixed(isl.dim_type.set, 0).to_python()
                 hi = rel.lexmax().plain_get_val_if_fixed(isl.dim_type.set, 0).to_python()
                 if lo < 0 or not rel.is_equal(isl.Set(f"{{ [r] : {lo} <= r <= {hi} }}")):

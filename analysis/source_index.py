@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import re
+
 import clang.cindex as ci
 
 from sirius.analysis.frontend import CompileJob
@@ -98,6 +100,15 @@ class ForLoop:
     iterator: str | None = None  # the variable the init statement declares: for (int s = 0; ...)
 
 
+@dataclass(frozen=True)
+class MacroUse:
+    """A use of one of the program's own macros (defined in its files or with ``-D``)."""
+
+    name: str
+    file: str
+    offset: int
+
+
 @dataclass
 class SourceIndex:
     main_file: str = ""
@@ -110,6 +121,26 @@ class SourceIndex:
     visible_after: dict[str, int] = field(default_factory=dict)
     function_ranges: dict[str, SourceRange] = field(default_factory=dict)  # host functions with bodies
     for_loops: list[ForLoop] = field(default_factory=list)
+    device_function_ranges: list[SourceRange] = field(default_factory=list)  # __device__ functions with bodies
+    macro_uses: list[MacroUse] = field(default_factory=list)
+    # the program's macros: name -> the names its definition mentions (to follow a use
+    # through another macro); which of them take arguments
+    macros: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    function_like_macros: set[str] = field(default_factory=set)
+
+    def macros_in(self, ranges: list[SourceRange]) -> list[str]:
+        """The program's object-like macros used in ``ranges``, directly or through the
+        definition of another macro used there, in order of first use."""
+        found: list[str] = []
+        work = [u.name for u in self.macro_uses
+                if any(r.file == u.file and r.start_offset <= u.offset < r.end_offset for r in ranges)]
+        while work:
+            name = work.pop(0)
+            if name in found or name not in self.macros:
+                continue
+            found.append(name)
+            work.extend(n for n in self.macros[name] if n in self.macros)
+        return [n for n in found if n not in self.function_like_macros]
 
     def visible_from(self, decl: KernelDecl) -> int | None:
         """The first offset in the main file where ``decl``'s kernel is declared (None for a
@@ -204,20 +235,56 @@ def _is_launch(c) -> bool:
             and children[1].kind == ci.CursorKind.CALL_EXPR and children[1].spelling == "__cudaPushCallConfiguration")
 
 
-def _pure_declaration(stmt, source: bytes) -> bool:
-    """A declaration whose initializers call nothing and assign nothing else."""
-    import re as _re
+_CHANGING_TOKENS = frozenset(("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", "++", "--"))
+_EFFECT_NODES = (ci.CursorKind.COMPOUND_ASSIGNMENT_OPERATOR, ci.CursorKind.CXX_NEW_EXPR,
+                 ci.CursorKind.CXX_DELETE_EXPR, ci.CursorKind.CXX_THROW_EXPR)
 
+
+def _pure_declaration(stmt, changing_macros: frozenset[str]) -> bool:
+    """A declaration whose initializers change nothing but the variables it declares:
+    judged on clang's AST, so ``int row = (cursor += 1) - 1;`` is not pure however it is
+    spelled. No call, compound assignment, ``new``/``delete``, increment, decrement or
+    assignment in them, and no macro (``changing_macros``) whose expansion has one."""
     for node in stmt.walk_preorder():
-        if node.kind == ci.CursorKind.CALL_EXPR and node.spelling:
+        kind = node.kind
+        if kind == ci.CursorKind.CALL_EXPR and node.spelling or kind in _EFFECT_NODES:
             return False
-    text = _text(source, stmt)
-    if "++" in text or "--" in text:
-        return False
-    assignments = len(_re.findall(r"(?<![=!<>+\-*/%&|^])=(?!=)", text))
-    initialized = sum(1 for v in stmt.get_children() if v.kind == ci.CursorKind.VAR_DECL
-                      and any(True for _ in v.get_children()))
-    return assignments <= initialized
+        if kind == ci.CursorKind.UNARY_OPERATOR and any(t.spelling in ("++", "--") for t in node.get_tokens()):
+            return False
+        if kind == ci.CursorKind.BINARY_OPERATOR:
+            children = list(node.get_children())
+            tokens = [t.spelling for t in node.get_tokens()]
+            at = len(list(children[0].get_tokens())) if children else 0
+            # the operator follows its left operand's tokens (inside a macro's expansion the
+            # node's tokens are the macro's use: the macro's definition decides below)
+            if at < len(tokens) and tokens[at] == "=":
+                return False
+    return not any(t.spelling in changing_macros for t in stmt.get_tokens())
+
+
+def _changing_macros(tu) -> frozenset[str]:
+    """The program's macros whose expansion (through other macros too) assigns,
+    increments or decrements something, or calls a function."""
+    bodies: dict[str, list] = {}
+    for c in tu.cursor.get_children():
+        if c.kind == ci.CursorKind.MACRO_DEFINITION and c.location.file is not None \
+                and not c.location.is_in_system_header:
+            bodies[c.spelling] = list(c.get_tokens())[1:]
+    changing = set()
+    for name, tokens in bodies.items():
+        spelled = [t.spelling for t in tokens]
+        calls = any(a.kind == ci.TokenKind.IDENTIFIER and b == "(" and a.spelling not in bodies
+                    for a, b in zip(tokens, spelled[1:]))
+        if calls or _CHANGING_TOKENS & set(spelled):
+            changing.add(name)
+    grew = True
+    while grew:
+        grew = False
+        for name, tokens in bodies.items():
+            if name not in changing and any(t.spelling in changing for t in tokens):
+                changing.add(name)
+                grew = True
+    return frozenset(changing)
 
 
 def _loop_iterator(for_stmt) -> str | None:
@@ -228,7 +295,7 @@ def _loop_iterator(for_stmt) -> str | None:
     return names[0] if len(names) == 1 else None
 
 
-def _loop_body(for_stmt, source: bytes) -> tuple[tuple[str, SourceRange], ...]:
+def _loop_body(for_stmt, changing_macros: frozenset[str]) -> tuple[tuple[str, SourceRange], ...]:
     children = list(for_stmt.get_children())
     body = children[-1] if children else None
     if body is None:
@@ -237,7 +304,7 @@ def _loop_body(for_stmt, source: bytes) -> tuple[tuple[str, SourceRange], ...]:
     out = []
     for st in stmts:
         if st.kind == ci.CursorKind.DECL_STMT:
-            out.append(("decl" if _pure_declaration(st, source) else "other", _range(st)))
+            out.append(("decl" if _pure_declaration(st, changing_macros) else "other", _range(st)))
         elif _is_launch(st):
             out.append(("launch", _range(st)))
         elif st.kind == ci.CursorKind.FOR_STMT:
@@ -363,6 +430,29 @@ def _template_instance(pattern, instance, source: bytes, main_file: str) -> Kern
                         template_params=", ".join(texts), template_args=tuple(args), unwritable=problem)
 
 
+def _index_macros(tu, defines: tuple[str, ...], out: SourceIndex) -> None:
+    """The program's own macros (``#define`` in its files, ``-D`` on the command line) and
+    where its files use them (a use inside another macro's expansion is not a cursor:
+    ``macros_in`` follows definitions instead)."""
+    given = {d.split("=", 1)[0]: d.split("=", 1)[1] if "=" in d else "1" for d in defines}
+    for name, value in given.items():
+        bare = name.split("(", 1)[0]
+        out.macros[bare] = tuple(re.findall(r"[A-Za-z_]\w*", value))
+        if bare != name:
+            out.function_like_macros.add(bare)
+    for c in tu.cursor.get_children():
+        user = c.location.file is not None and not c.location.is_in_system_header
+        if c.kind == ci.CursorKind.MACRO_DEFINITION and user and c.spelling not in given:
+            tokens = list(c.get_tokens())
+            function_like = len(tokens) > 1 and tokens[1].spelling == "(" \
+                and tokens[1].extent.start.offset == tokens[0].extent.end.offset
+            out.macros[c.spelling] = tuple(t.spelling for t in tokens[1:] if t.kind == ci.TokenKind.IDENTIFIER)
+            if function_like:
+                out.function_like_macros.add(c.spelling)
+        elif c.kind == ci.CursorKind.MACRO_INSTANTIATION and user:
+            out.macro_uses.append(MacroUse(c.spelling, str(c.location.file), c.extent.start.offset))
+
+
 def _include_points(tu, main_file: str, source: bytes) -> dict[str, int]:
     """For each header of the translation unit: the offset in the main file just after the
     line of the #include through which the header comes in."""
@@ -393,7 +483,8 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
     source = Path(path).read_bytes()
     index = ci.Index.create()
     tu = index.parse(path, args=job.libclang_args(),
-                     options=0 if bodies else ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES)
+                     options=ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD if bodies
+                     else ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES)
     main_file = str(Path(path))
     out = SourceIndex(main_file=main_file)
     files: dict[str, bytes] = {main_file: source}
@@ -417,6 +508,8 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
             decl = _kernel_decl(c, text_of(c), main_file)
             out.kernels[decl.stub_mangled] = decl
 
+    changing_macros = _changing_macros(tu) if bodies else frozenset()
+
     def visit(cursor, function: str | None) -> None:
         in_braces = cursor.kind == ci.CursorKind.COMPOUND_STMT
         for c in cursor.get_children():
@@ -431,12 +524,15 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
                     visit(c, function)
                 continue
             if kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE, ci.CursorKind.CXX_METHOD):
+                if c.is_definition() and any(ch.kind == ci.CursorKind.CUDADEVICE_ATTR for ch in c.get_children()):
+                    out.device_function_ranges.append(_range(c))
                 if c.is_definition():
                     out.function_ranges.setdefault(c.spelling, _range(c))
                 visit(c, c.spelling)
                 continue
             if kind == ci.CursorKind.FOR_STMT and function is not None:
-                out.for_loops.append(ForLoop(_range(c), function, _loop_body(c, source), _loop_iterator(c)))
+                out.for_loops.append(ForLoop(_range(c), function, _loop_body(c, changing_macros),
+                                             _loop_iterator(c)))
             if kind == ci.CursorKind.CALL_EXPR and function is not None:
                 children = list(c.get_children())
                 if len(children) >= 2 and children[1].kind == ci.CursorKind.CALL_EXPR \
@@ -461,6 +557,8 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
             visit(c, function)
 
     visit(tu.cursor, None)
+    if bodies:
+        _index_macros(tu, job.flags.defines, out)
     for stub, target in instances.items():
         pattern = templates.get((str(target.location.file), target.location.line, target.location.column))
         if pattern is not None:

@@ -21,6 +21,7 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
+from sirius.analysis.build_macros import SAME_TOKENS, STRINGIZE, macro_conditions
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.analysis.symbolic import Expr
 from sirius.fusion.cell_waves import CellWaves
@@ -379,13 +380,14 @@ def _cell_wave_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
             f"{_signature(plan.name, params, plan.threads)} {{\n" + "\n".join(locals_ + body) + "\n}\n")
 
 
-def _cell_checks(plan, insts, source: bytes) -> tuple[str, list[str]]:
-    """The loop run once without launching: each launch's shape and arguments compared with
-    what the pattern gives its cell, the allocations' base pointers taken from them; sets
-    ``sirius_cells_ok``. Also the conditions, as text for the report."""
+def _cell_checks(plan, insts, source: bytes, build: list[str]) -> tuple[str, list[str]]:
+    """The loop run once without launching (when the ``build`` conditions hold): each
+    launch's shape and arguments compared with what the pattern gives its cell, the
+    allocations' base pointers taken from them; sets ``sirius_cells_ok``. Also the
+    conditions, as text for the report."""
     rep = plan.repetition
     loop = rep.loop.range
-    checks, described = [], []
+    checks, described = [], list(build)
     source_step = {rep.iterator: Expr.sym(rep.loop.iterator)}
     for idx in (i for row in rep.statements for i in row):
         inst = insts[idx]
@@ -397,14 +399,16 @@ def _cell_checks(plan, insts, source: bytes) -> tuple[str, list[str]]:
                              f"{_base(arg.buffer)} == {at})")
             elif arg.value is not None:
                 conds.append(f"(long long)(sirius_a{idx}_{j}) == (long long)({arg.value.subs(source_step).to_c()})")
+            elif arg.kind == "scalar" and arg.text:  # a floating-point constant the cell kernel bakes in
+                conds.append(f"sirius_same_bits(sirius_a{idx}_{j}, {arg.text})")
         described += conds
         checks.append((inst, "", conds))
     nest = _checking_nest(loop, checks, source)
     expected = rep.steps * rep.copies * rep.period
     bases = "".join(f"char* {_base(a)} = nullptr; " for a in plan.allocations)
-    guard = (f"{bases}bool sirius_cells_ok = true; long long sirius_checked = 0;\n"
+    guard = (f"{bases}bool sirius_cells_ok = {' && '.join(build) or 'true'}; long long sirius_checked = 0;\n"
              "  /* sirius: the loop once without launching, to check the values the waves assume */\n"
-             f"  {nest.decode()}\n"
+             f"  if (sirius_cells_ok) {nest.decode()}\n"
              f"  sirius_cells_ok = sirius_cells_ok && sirius_checked == {expected}LL;\n")
     return guard, described
 
@@ -439,6 +443,13 @@ def _cell_wave_host(plan, phases: list[KernelIR], guard: str, source: bytes) -> 
             "  if (sirius_cells_ok && sirius_coop && sirius_grid > 0) {\n" + launch +
             "  } else { /* sirius: not the values optimized for, or no cooperative launches: the loop as written */\n"
             f"  {original}\n  }}\n}}")
+
+
+# a value the host computes has the bits of the constant a generated kernel bakes in
+# (-0.0 is not 0.0, and a NaN is never taken for the NaN optimized for)
+SAME_BITS_HELPER = ("#ifndef sirius_same_bits\n#define sirius_same_bits(value, constant) ([&]() { "
+                    "auto sirius_v = (value); decltype(sirius_v) sirius_c = (constant); "
+                    "return __builtin_memcmp(&sirius_v, &sirius_c, sizeof sirius_v) == 0; }())\n#endif\n")
 
 
 def _passed(k: KernelIR) -> list[str]:
@@ -538,6 +549,8 @@ def _cell_assumptions(inst: LaunchInstance, wave) -> list[str]:
                          f"({arg.offset.to_c()})")
         elif arg.kind == "scalar" and arg.value is not None and arg.value.to_c() is not None:
             conds.append(f"(long long)(sirius_a{idx}_{j}) == (long long)({arg.value.to_c()})")
+        elif arg.kind == "scalar" and arg.text:  # a floating-point constant the wave kernel bakes in
+            conds.append(f"sirius_same_bits(sirius_a{idx}_{j}, {arg.text})")
     return conds
 
 
@@ -558,12 +571,13 @@ def _checking_nest(loop, checks, source: bytes) -> bytes:
     return nest
 
 
-def _wave_guard(group: FusionGroup, wave, insts, source: bytes) -> tuple[str, list[str]]:
-    """The loop nest run once without launching: every launch's shape and arguments are
-    evaluated where they stood and compared with what the wave kernel assumes for that
-    cell (see ``_cell_assumptions``), and the cells are counted. Sets ``sirius_cells_ok``."""
+def _wave_guard(group: FusionGroup, wave, insts, source: bytes, build: list[str]) -> tuple[str, list[str]]:
+    """The loop nest run once without launching (when the ``build`` conditions hold): every
+    launch's shape and arguments are evaluated where they stood and compared with what the
+    wave kernel assumes for that cell (see ``_cell_assumptions``), and the cells are
+    counted. Sets ``sirius_cells_ok``."""
     loop = wave.outer_loop.range
-    checks, described = [], []
+    checks, described = [], list(build)
     for idx in group.launches:
         inst = insts[idx]
         conds = _cell_assumptions(inst, wave)
@@ -574,9 +588,9 @@ def _wave_guard(group: FusionGroup, wave, insts, source: bytes) -> tuple[str, li
         checks.append((inst, names, conds))
     nest = _checking_nest(loop, checks, source)
     expected = wave.extents[0] * wave.extents[1] * len(group.launches)
-    guard = ("bool sirius_cells_ok = true; long long sirius_checked = 0;\n"
+    guard = (f"bool sirius_cells_ok = {' && '.join(build) or 'true'}; long long sirius_checked = 0;\n"
              "  /* sirius: the loop nest once without launching, to check the values the wavefront assumes */\n"
-             f"  {nest.decode()}\n"
+             f"  if (sirius_cells_ok) {nest.decode()}\n"
              f"  sirius_cells_ok = sirius_cells_ok && sirius_checked == {expected}LL;\n")
     return guard, described
 
@@ -590,7 +604,7 @@ def _issue(group: FusionGroup, insts, fused: dict[int, KernelIR]) -> str:
     return f"{opt_in}{k.name}<<<{k.grid_text}, {k.block_text}, {k.dynamic_shared}>>>({args})"
 
 
-def _wave_kernel(k: KernelIR, insts, decls, source: bytes) -> tuple[str, str]:
+def _wave_kernel(k: KernelIR, insts, decls, source: bytes, build: list[str]) -> tuple[str, str]:
     """The kernel running one anti-diagonal of a loop nest, and the host code replacing the
     nest: the wave loop where the nest's values are those the wavefront assumes, else the
     nest as written."""
@@ -620,7 +634,7 @@ def _wave_kernel(k: KernelIR, insts, decls, source: bytes) -> tuple[str, str]:
               f"with {wave.outer} + {wave.inner} = sirius_w\n"
               f"{_signature(k.name, params, k.threads)} {{\n" + "\n".join(body) + "\n}\n")
     bases = ", ".join(["sirius_w", "sirius_lo"] + [f"(char*){a}" for a in wave.allocations])
-    guard, _ = _wave_guard(k.group, wave, insts, source)
+    guard, _ = _wave_guard(k.group, wave, insts, source, build)
     loop = wave.outer_loop.range
     original = source[loop.start_offset:loop.end_offset].decode()
     host = (f"{{ /* sirius: wavefront over ({wave.outer}, {wave.inner}): the {len(lane.fragments)} launches of each "
@@ -637,11 +651,23 @@ def _wave_kernel(k: KernelIR, insts, decls, source: bytes) -> tuple[str, str]:
     return kernel, host
 
 
+def _build_conditions(model: ProgramModel, launches, macros: dict[str, str]) -> list[str]:
+    """Conditions that the program's macros used by ``launches`` (their statements, their
+    kernels, the device functions) expand as they did when it was optimized
+    (analysis.build_macros): a rebuild with other ``-D`` values takes the original path."""
+    insts = {i.statement.index: i for i in model.launches}
+    ranges = [insts[i].site.range for i in launches if insts[i].site is not None]
+    ranges += [d.range for d in (model.kernel_decls.get(insts[i].kernel.mangled) for i in launches) if d is not None]
+    return macro_conditions(model.source.macros_in(ranges + model.source.device_function_ranges), macros)
+
+
 def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
-             source: str) -> tuple[str, list[KernelIR]]:
+             source: str, macros: dict[str, str] | None = None) -> tuple[str, list[KernelIR]]:
     """The optimized program's source (see the module docstring), printing the fused
     kernels ``kernels`` (one per group of more than one launch); and the kernels with the
-    run-time conditions that guard their launches."""
+    conditions that guard their launches (``macros``: the expansions of the program's
+    macros when it was optimized, analysis.build_macros)."""
+    macros = macros or {}
     insts = {i.statement.index: i for i in model.launches}
     decls = {idx: model.kernel_decls.get(inst.kernel.mangled) for idx, inst in insts.items()}
     if not kernels:
@@ -671,7 +697,8 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
     for plan in schedule.cell_waves.values():
         phases = [k for k in kernels if k.group.id in plan.phases]
         kernels_text.append(_cell_wave_kernel(plan, phases, insts, decls))
-        guard, described = _cell_checks(plan, insts, source.encode())
+        launches = [i for row in plan.repetition.statements for i in row]
+        guard, described = _cell_checks(plan, insts, source.encode(), _build_conditions(model, launches, macros))
         for k in phases:
             fused[k.group.id] = dataclasses.replace(k, assumptions=tuple(described))
         loop = plan.repetition.loop.range
@@ -683,9 +710,10 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
             fused[k.group.id] = dataclasses.replace(k, name=schedule.cooperative[k.group.region].name)
             continue
         if k.wave is not None:
-            _, described = _wave_guard(k.group, k.wave, insts, source.encode())
+            build = _build_conditions(model, k.group.launches, macros)
+            _, described = _wave_guard(k.group, k.wave, insts, source.encode(), build)
             fused[k.group.id] = k = dataclasses.replace(k, assumptions=tuple(described))
-            text, host = _wave_kernel(k, insts, decls, source.encode())
+            text, host = _wave_kernel(k, insts, decls, source.encode(), build)
             kernels_text.append(text)
             loop = k.wave.outer_loop.range
             edits.append((loop.start_offset, loop.end_offset, host))
@@ -699,7 +727,7 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
             continue
         groups = [g for g in schedule.groups if g.region == region.id]
         last = region.launches[-1]
-        guard = assumptions(region.launches, insts)
+        guard = _build_conditions(model, region.launches, macros) + assumptions(region.launches, insts)
         guard += [c for g in groups if g.id in fused for c in _folded_conditions(fused[g.id]) if c not in guard]
         for g in groups:
             if g.id in fused:
@@ -739,7 +767,7 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
             insert_at = entry.start_offset
     helpers = ("#ifndef sirius_floord\n#define sirius_floord(n, d) (((n) < 0) ? -((-(n) + (d) - 1) / (d)) : (n) / (d))\n"
                "#define sirius_min(a, b) ((a) < (b) ? (a) : (b))\n#define sirius_max(a, b) ((a) > (b) ? (a) : (b))\n"
-               "#endif\n")
+               "#endif\n" + SAME_BITS_HELPER + STRINGIZE + SAME_TOKENS)
     if schedule.cooperative or schedule.cell_waves:  # first, before the program's own macros can rename it
         edits.append((0, 0, "#include <cooperative_groups.h>  // sirius: cooperative launches below\n"))
     if narrow:

@@ -95,7 +95,7 @@ def phases_problem(model: ProgramModel, schedule: Schedule, groups: list[FusionG
             return (f"{inst.kernel.name} (line {s.line}) returns early (line {leave.line}) before a barrier, in some "
                     "threads of a block: in a cooperative kernel those threads go on to the phase loop's next "
                     "barrier, which would pair with the one they skipped")
-        ldg = next((a for a in inst.kernel.accesses if a.noncoherent), None)
+        ldg = inst.kernel.noncoherent_load()
         if ldg is not None:
             return (f"{inst.kernel.name} loads through the read-only data cache (line {ldg.line}), which is not "
                     "coherent with an earlier phase's stores within one kernel")

@@ -33,7 +33,7 @@ from typing import Callable
 import islpy as isl
 
 from sirius.analysis.kernel_model import ANY_BUFFER
-from sirius.analysis.program_model import LaunchInstance, ProgramModel
+from sirius.analysis.program_model import AccessMap, LaunchInstance, ProgramModel
 from sirius.fusion.schedule import FusionGroup, Lane, Refusal, Schedule
 
 RESTRICT = re.compile(r"\b__restrict(?:__)?\b")
@@ -89,15 +89,12 @@ def fused_param_name(launch: int, position: int, name: str) -> str:
 
 # ------------------------------------------------------------------ alias facts
 
-def _byte_set(isl_text: str, unit: int, size: int, rename: Callable[[str], str]) -> str:
+def _byte_set(m: AccessMap, rename: Callable[[str], str]) -> str:
     """The bytes an access map touches, as an isl set text with renamed parameters."""
-    m = isl.Map(isl_text)
-    for k in range(m.dim(isl.dim_type.param)):
-        m = m.set_dim_name(isl.dim_type.param, k, rename(m.get_dim_name(isl.dim_type.param, k)))
-    rng = m.range()
-    name = rng.get_tuple_name()
-    widen = isl.Map(f"{{ {name}[i] -> {name}[b] : {unit}i <= b < {unit}i + {max(size, 1)} }}")
-    return str(rng.apply(widen).coalesce())
+    got = m.byte_map()
+    for k in range(got.dim(isl.dim_type.param)):
+        got = got.set_dim_name(isl.dim_type.param, k, rename(got.get_dim_name(isl.dim_type.param, k)))
+    return str(got.range().coalesce())
 
 
 def pointer_uses(inst: LaunchInstance, name_of: Callable[[int, str], str],
@@ -126,7 +123,7 @@ def pointer_uses(inst: LaunchInstance, name_of: Callable[[int, str], str],
         base_dropped = is_param and arg is not None and arg.offset is not None and not _usable_base(inst, a, arg)
         exact_range = buffer is not None and not base_dropped and not re.search(r"\[o0\]", m.isl)
         kind = "write" if a.kind in ("store", "atomic") else ("cached read" if a.noncoherent else "read")
-        touch = Touch(buffer, _byte_set(m.isl, kernel.buffer_unit(a.buffer), a.size, rename) if exact_range
+        touch = Touch(buffer, _byte_set(m, rename) if exact_range
                       else None, kind, a.line)
         pointer = name_of(position[a.buffer], a.buffer) if is_param else a.buffer
         per_pointer.setdefault(pointer, []).append(touch)

@@ -12,6 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from sirius.analysis.build_macros import macro_expansions
 from sirius.analysis.frontend import CompileJob
 from sirius.analysis.program_model import ProgramModel, analyze_program, launch_count, statement_runs
 from sirius.analysis.uar import UAR, build_uar
@@ -84,6 +85,7 @@ class OptimizeState:
     check: CheckResult | None = None
     check_findings: list = field(default_factory=list)  # violations found (and undone) on earlier attempts
     pass_changes: dict[str, list[str]] = field(default_factory=dict)  # kernel pass -> what it changed
+    macro_expansions: dict[str, str] = field(default_factory=dict)  # the program's macros as this build expands them
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,9 @@ class Stage:
 def _analyze(st: OptimizeState) -> None:
     st.source = st.job.path.read_text()
     st.model = analyze_program(st.job, entry=st.entry)
+    index = st.model.source
+    used = [d.range for d in st.model.kernel_decls.values()] + [s.range for s in index.launches]
+    st.macro_expansions = macro_expansions(st.job, index.macros_in(used + index.device_function_ranges))
 
 
 def _uar(st: OptimizeState) -> None:
@@ -181,7 +186,7 @@ def _passes(st: OptimizeState) -> None:
 
 
 def _codegen(st: OptimizeState) -> None:
-    st.output, st.fused = generate(st.model, st.schedule, st.kernels, st.source)
+    st.output, st.fused = generate(st.model, st.schedule, st.kernels, st.source, st.macro_expansions)
 
 
 def _fuse(st: OptimizeState) -> None:

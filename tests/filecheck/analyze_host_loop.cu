@@ -26,6 +26,6 @@ int main() {
 // CHECK-NEXT:   [2] line 17: axpy grid [2, 1, 1] block [128, 1, 1] shared 0 stream default for 0 <= [[S]] and [[S]] <= 7 and 0 <= [[C]] and [[C]] <= 3
 // CHECK:          y -> buf + 4096[[S]] + 1024[[C]] bytes
 // CHECK-NEXT:     x -> x
-// CHECK-NEXT:     a -> = 5.000000e-01
+// CHECK-NEXT:     a -> = 0.5
 // CHECK-NEXT:     n -> = 256
 // CHECK:          store  [[[S]], [[C]]] -> { [bx, tx] -> buf[128bx + 1024[[S]] + 256[[C]] + tx] : 0 <= bx < 2 and 0 <= tx < 128 and 128bx + tx <= 255 }

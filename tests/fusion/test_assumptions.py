@@ -5,6 +5,7 @@ equal). A launch shape the host computes at run time (argv) is never taken for a
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -80,3 +81,17 @@ int main(int argc, char** argv) {
     for threads in ("128", "64"):
         proc = sirius("verify", str(program), str(out), "--", threads)
         assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_macro_only_a_kernel_body_uses_is_checked_when_rebuilt(tmp_path):
+    # fusion is proven for SHIFT = 0; a rebuild with -DSHIFT=300 reads across blocks
+    program = ROOT / "tests" / "fusion" / "programs" / "macro_in_kernel_body.cu"
+    out, report = tmp_path / "shift.opt.cu", tmp_path / "shift.json"
+    proc = sirius("optimize", str(program), "-o", str(out), "--report", str(report))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [group] = json.loads(report.read_text())["groups"]
+    assert 'sirius_same_tokens(SIRIUS_STR(SHIFT), "0")' in group["assumes"]
+    assert _launched(out, tmp_path) == ["sirius_fused_0"]
+    assert _launched(out, tmp_path, "-DSHIFT=300") == ["produce", "consume"]
+    proc = sirius("verify", str(program), str(out), "-DSHIFT=300")
+    assert proc.returncode == 0 and "result: all equal" in proc.stdout, proc.stdout + proc.stderr

@@ -154,3 +154,93 @@ def test_a_temporary_written_up_to_an_unknown_bound_is_not_private(tmp_path):
     assert isinstance(found, NotALoop), found
     assert "t0 is not private: an access of gate" in found.reason and "is not exact" in found.reason
     assert not state.schedule.cell_waves
+
+
+def _gate_variant(tmp_path: Path, name: str, body: str, extra_param: str = "", host: str = "") -> Path:
+    """The program with gate's store replaced by ``body`` (and a device array ``lens`` of
+    per-row lengths as an extra argument when ``extra_param`` is given)."""
+    text = PROGRAM.read_text().replace("  t[i] = acc;", body)
+    if extra_param:
+        text = text.replace("const float* prev) {", f"const float* prev, {extra_param}) {{")
+        text = text.replace("  cudaMemset(h, 0,", host + "  cudaMemset(h, 0,")
+        text = "\n".join(line.replace(");", ", lens);") if "gate<<<" in line else line for line in text.splitlines())
+    path = tmp_path / f"{name}.cu"
+    path.write_text(text)
+    return path
+
+
+LENS = ("  int* lens;\n  cudaMalloc(&lens, sizeof(int) * H);\n  int hl[H];\n"
+        "  for (int i = 0; i < H; ++i) hl[i] = (i * 7) % 5;\n"
+        "  cudaMemcpy(lens, hl, sizeof(int) * H, cudaMemcpyHostToDevice);\n")
+
+
+@pytest.mark.parametrize("name, body, extra", [
+    # a write under a condition on data: the other rows keep the previous layer's values
+    ("guarded_write", "  if (below[i % 7] + prev[i % 5] > 0.4f) t[i] = acc;", ""),
+    # variable-length sequences: a row past its length leaves before the write
+    ("early_exit", "  if (2 * lens[i] < 3) return;\n  t[i] = acc;", "const int* lens"),
+    # a loop whose bound comes from the data (isl has no bounded range for it)
+    ("data_bound", "  for (int r = 0; r < lens[i]; ++r) t[(i + 64 * r) % 64] = acc + r;", "const int* lens"),
+])
+def test_a_temporary_written_only_for_some_data_is_not_private(tmp_path, name, body, extra):
+    # the write does not cover every byte for every value of the data: privatising the
+    # temporary would have a later read see a stale scratch slot instead of the values
+    # another layer left in the shared storage
+    path = _gate_variant(tmp_path, name, body, extra, LENS if extra else "")
+    state = planned(path)
+    found = find_repetition(state.model)
+    assert isinstance(found, NotALoop), found
+    assert "is not private" in found.reason and "is not exact" in found.reason, found.reason
+    out = tmp_path / f"{name}.opt.cu"
+    proc = subprocess.run([SIRIUS, "optimize", str(path), "--cooperative", "-o", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    verify = subprocess.run([SIRIUS, "verify", str(path), str(out)], capture_output=True, text=True)
+    assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
+
+
+def test_a_float_argument_the_cell_kernel_bakes_in_is_exact_and_checked(tmp_path):
+    # 0.1f has no short decimal: clang prints it as the bits of the double of the same
+    # value; the cell kernel must write that value, and the host compares the argument's
+    # bits before the waves run (a rebuild with -DALPHA=0.7f runs the loop as written)
+    text = PROGRAM.read_text().replace("const float* prev) {", "const float* prev, float alpha) {")
+    text = text.replace("  t[i] = acc;", "  t[i] = alpha * acc;")
+    text = text.replace("#define LAYERS 3", "#define LAYERS 3\n#ifndef ALPHA\n#define ALPHA 0.1f\n#endif")
+    text = "\n".join(line.replace(");", ", ALPHA);") if "gate<<<" in line else line for line in text.splitlines())
+    path, out = tmp_path / "alpha.cu", tmp_path / "alpha.opt.cu"
+    path.write_text(text)
+    proc = subprocess.run([SIRIUS, "optimize", str(path), "--cooperative", "-o", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and "waves of cells" in proc.stdout, proc.stdout + proc.stderr
+    emitted = out.read_text()
+    assert "_alpha = 0.10000000149011612;" in emitted and "sirius_same_bits(" in emitted
+    for defines, launched in (((), ["sirius_cells_0"] * 7), (("-DALPHA=0.7f",), ["gate", "update"] * 15)):
+        log = tmp_path / f"launches{len(defines)}.txt"
+        verify = subprocess.run([SIRIUS, "verify", str(path), str(out), *defines], capture_output=True, text=True,
+                                env={**os.environ, "SIRIUS_LAUNCH_LOG": str(log)})
+        assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
+        assert log.read_text().split() == launched
+
+
+@pytest.mark.parametrize("declaration", [
+    "    int visits = (cursor += 1) - 1;",   # a compound assignment inside a declaration
+    "    int visits = NEXT_VISIT;",          # the same through a macro
+])
+def test_a_declaration_with_a_side_effect_keeps_the_loop_as_written(tmp_path, declaration):
+    # the waves' pre-pass runs the loop without launching and, when a check fails, the loop
+    # runs again as written: a declaration that changes a variable outside the body would
+    # change it twice. clang's AST (not the text) says it is not pure: no waves
+    text = PROGRAM.read_text().replace("int main() {", "#define NEXT_VISIT (cursor += 1) - 1\nint main() {\n  int cursor = 0;")
+    text = text.replace("    float* in = x + step * H;", declaration + "\n    float* in = x + (step + visits - cursor + 1) * H;")
+    text = text.replace('  printf("checksum %.6f\\n", check);', '  printf("checksum %.6f %d\\n", check, cursor);')
+    path, out = tmp_path / "visits.cu", tmp_path / "visits.opt.cu"
+    path.write_text(text)
+    state = planned(path)
+    assert not state.schedule.cell_waves
+    proc = subprocess.run([SIRIUS, "optimize", str(path), "--cooperative", "-o", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # no cooperative launches: the path on which the loop ran twice
+    verify = subprocess.run([SIRIUS, "verify", str(path), str(out), "-DSIRIUS_COOPERATIVE_MAX_BLOCKS=0"],
+                            capture_output=True, text=True)
+    assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr

@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "tests" / "filecheck" / "optimize_cooperative.cu"
 SIRIUS = str(Path(sys.executable).parent / "sirius")
 TOTAL = "  out[t] = sums[t] + sums[(t + 1) % BLOCKS];"
+TOTAL_KERNEL = "__global__ void total(const float* sums, float* out) {\n  int t = threadIdx.x;\n" + TOTAL
 SYNCHRONIZING_TOTAL = "  __shared__ float s[BLOCKS];\n  s[t] = sums[t];\n  __syncthreads();\n  out[t] = s[t] + s[(t + 1) % BLOCKS];"
 
 
@@ -65,6 +66,15 @@ def test_the_two_groups_become_one_launch_with_a_grid_barrier():
     (TOTAL, SYNCHRONIZING_TOTAL.replace("BLOCKS", "48"), "total<<<1, 48>>>(sums, out);",
      "total (line {line}) synchronizes blocks of 48 threads, not whole warps"),
     (TOTAL, "  out[t] = __ldg(&sums[t % BLOCKS]);", None, "total loads through the read-only data cache"),
+    # the same load in a helper nvcc does not inline, and a helper whose parameter is
+    # const __restrict__ (which nvcc may read through the same cache), one call deeper
+    (TOTAL_KERNEL, "__device__ __noinline__ float cached(const float* p, int i) { return __ldg(&p[i]); }\n"
+     + TOTAL_KERNEL.replace("sums[t] + sums", "cached(sums, t) + sums"), None,
+     "total loads through the read-only data cache"),
+    (TOTAL_KERNEL, "__device__ __noinline__ float pick(const float* __restrict__ p, int i) { return p[i]; }\n"
+     "__device__ __noinline__ float twice(const float* p, int i) { return 2.0f * pick(p, i); }\n"
+     + TOTAL_KERNEL.replace("sums[t] + sums", "twice(sums, t) + sums"), None,
+     "total loads through the read-only data cache"),
     (TOTAL, "  out[t % BLOCKS] = __shfl_down_sync(0xffffffffu, sums[t % BLOCKS], 1);",
      "total<<<1, 1024>>>(sums, out);", "total (line {line}) runs in blocks of 1024 threads, more than the "
                                        "cooperative kernel's 256, and its threads share data"),

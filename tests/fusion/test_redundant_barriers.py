@@ -100,3 +100,20 @@ def test_the_program_verifies_and_the_pass_is_reported(tmp_path):
     assert "vertical, 0 barriers inserted" in proc.stdout
     proc = subprocess.run([SIRIUS, "verify", str(PROGRAM), str(out)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0 and "result: all equal" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_barrier_ordering_a_store_and_a_byte_read_of_it_stays(tmp_path):
+    """Accesses are byte ranges: reverse's threads read, through an ``unsigned char*``, the
+    last byte of the next thread's 4-byte element. The first bytes of the two accesses never
+    meet, their ranges do: reverse's own barrier orders them and stays."""
+    path = _variant(tmp_path, "w[blockIdx.x * COLS + threadIdx.x] = row[COLS - 1 - threadIdx.x];",
+                    "w[blockIdx.x * COLS + threadIdx.x] = row[threadIdx.x] + "
+                    "(float)((const unsigned char*)row)[(4 * threadIdx.x + 7) % (4 * COLS)];")
+    printed, _ = _lanes(path)
+    assert [line for line in printed["passes"] if "own barriers removed" in line] == [
+        f"      own barriers removed at lines {IDLE_LINE}"]  # row_max's idle one only
+    out = tmp_path / "out.cu"
+    proc = subprocess.run([SIRIUS, "optimize", str(path), "-o", str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    proc = subprocess.run([SIRIUS, "verify", str(path), str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and "result: all equal" in proc.stdout, proc.stdout + proc.stderr
