@@ -2,7 +2,7 @@
 """Differential fuzzing of fusion over a range of seeds (see sirius.testing.fuzz).
 
 Usage: scripts/fuzz_fusion.py [--seeds A:B] [--jobs N] [--arrangement auto|vertical|horizontal]
-                              [--keep DIR] [--json OUT]
+                              [--cooperative] [--keep DIR] [--json OUT]
 
 Exit status 1 when any seed fails; each failure prints its seed, the newer
 generator constructs its program holds (what to suspect first) and the output
@@ -26,6 +26,8 @@ def main() -> int:
     ap.add_argument("--seeds", default="0:50", help="half-open range A:B (default 0:50)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--arrangement", default="auto", choices=("auto", "vertical", "horizontal"))
+    ap.add_argument("--cooperative", action="store_true",
+                    help="optimize with --cooperative (regions as one cooperative launch, waves of cells)")
     ap.add_argument("--keep", type=Path, help="keep the programs in this folder")
     ap.add_argument("--json", type=Path, help="write per-seed results here")
     args = ap.parse_args()
@@ -33,10 +35,11 @@ def main() -> int:
     start = time.perf_counter()
     def show(r: dict) -> None:
         state = "ok" if r["ok"] else f"FAILED ({r['stage']})"
-        print(f"seed {r['seed']}: {state} launches {r.get('launches_before')} -> {r.get('launches_after')}",
-              flush=True)
+        print(f"seed {r['seed']}: {state} launches {r.get('launches_before')} -> {r.get('launches_after')}"
+              f" constructs: {', '.join(r.get('constructs') or []) or 'none'}", flush=True)
 
-    results = fuzz(range(a, b), args.jobs, args.arrangement, args.keep, progress=show)
+    flags = ("--cooperative",) if args.cooperative else ()
+    results = fuzz(range(a, b), args.jobs, args.arrangement, args.keep, progress=show, flags=flags)
     wall = time.perf_counter() - start
     bad = [r for r in results if not r["ok"]]
     for r in bad:

@@ -20,9 +20,9 @@ from sirius.testing import progen as pg
 REPO = Path(__file__).resolve().parent.parent
 PALETTE_SEEDS = range(50)
 COMPILE_SEEDS = range(30)
-# seeds 5, 19, 86, 142 and 164 together hold every newer construct (see
-# test_cover_seeds_hold_every_construct)
-COVER_SEEDS = (5, 19, 86, 142, 164)
+# these seeds together hold every newer construct (see test_cover_seeds_hold_every_construct);
+# 27 and 131 came with issue 26's constructs, which changed the programs of 86 and 164
+COVER_SEEDS = (5, 19, 27, 86, 131, 142, 164)
 NVCC_SEEDS = (0, 7, 13, 21) + COVER_SEEDS
 NEW_PATTERNS = PATTERNS[PATTERNS.index("tail_barrier"):]
 NEW_STRUCTURES = ("helper", "loop_symbol", "loop_nest")
@@ -142,6 +142,101 @@ def test_palette_exercised():
 def test_cover_seeds_hold_every_construct():
     new = set(NEW_PATTERNS) | set(NEW_STRUCTURES) | set(pg.FEATURES) | set(pg.HOST_OPS)
     assert set().union(*(_constructs(_prog(s)) for s in COVER_SEEDS)) >= new
+
+
+ISSUE_26 = PATTERNS[PATTERNS.index("byte_neighbor"):]
+
+
+def test_without_hazards_a_seed_gives_the_program_of_older_versions():
+    """hazards=False never draws issue 26's constructs, and a program not drawn for them is the
+    same either way: seeds kept as regressions keep the program that failed."""
+    drawn = 0
+    for s in PALETTE_SEEDS:
+        plain = generate_program(s, hazards=False)
+        assert not {l.pattern for l in plain.launches} & set(ISSUE_26) and not plain.rebuild_defines
+        prog = _prog(s)
+        if {l.pattern for l in prog.launches} & set(ISSUE_26):
+            drawn += 1
+        else:
+            assert prog.source == plain.source
+    assert 8 <= drawn <= 30  # a fair share of the programs hold them, not all
+
+
+def test_sub_word_views_of_shared_floats_read_a_neighbours_bytes_after_the_barrier():
+    views = set()
+    for s in range(200):
+        prog = _prog(s)
+        for l in prog.launches:
+            if l.pattern != "byte_neighbor":
+                continue
+            body = _kernel_body(prog.source, l.kernel)
+            (view,) = l.features
+            views.add(view)
+            cast = "(const unsigned char*)tile" if view == "char_view" else "(const short*)tile"
+            assert "tile[t] = a[i];" in body and cast in body
+            assert body.index("__syncthreads();") < body.index(cast)
+            assert "(t + 1) %" in body  # the neighbour's float, not the thread's own
+    assert views == {"char_view", "short_view"}
+
+
+def test_promises_sit_in_noinline_helpers():
+    vias = set()
+    for s in range(200):
+        prog = _prog(s)
+        for l in prog.launches:
+            if l.pattern != "ldg_helper":
+                continue
+            body = _kernel_body(prog.source, l.kernel)
+            assert "__ldg" not in body and "__restrict__" not in body  # only the callee promises
+            if "ldg_in_helper" in l.features:
+                assert "__device__ __noinline__ float ro_load(const float* p, int i) {\n  return __ldg(p + i);" \
+                    in prog.source and "ro_load(a, i)" in body
+            else:
+                assert "__device__ __noinline__ float ro_half(const float* __restrict__ p, int i)" in prog.source
+                assert "ro_half(a, i)" in body
+            vias |= set(l.features)
+    assert vias == {"ldg_in_helper", "restrict_in_helper"}
+
+
+def test_large_dynamic_shared_memory_is_opted_in_before_the_first_launch():
+    found = 0
+    for s in range(200):
+        prog = _prog(s)
+        big = [l for l in prog.launches if l.pattern == "big_shared"]
+        if not big:
+            assert "cudaFuncSetAttribute" not in prog.source
+            continue
+        found += 1
+        (size,) = {int(x) for x in re.findall(
+            r"cudaFuncSetAttribute\(stage_big, cudaFuncAttributeMaxDynamicSharedMemorySize, (\d+)\);", prog.source)}
+        launched = [int(x) for x in re.findall(r"stage_big<<<\d+, \d+, (\d+)>>>", prog.source)]
+        assert launched and max(launched) == size and min(launched) > 48 * 1024
+        main = prog.source[prog.source.index("int main"):]
+        assert main.index("cudaFuncSetAttribute") < main.index("<<<")
+        assert "extern __shared__ float stage[];" in _kernel_body(prog.source, "stage_big")
+    assert found >= 5
+
+
+def test_macros_have_defaults_and_a_rebuild_value():
+    seen = set()
+    for s in range(200):
+        prog = _prog(s)
+        patterns = {l.pattern for l in prog.launches}
+        expected = [m for m, p in (("SHIFT", "macro_shift"), ("GAIN", "float_macro")) if p in patterns]
+        assert [d.split("=")[0] for d in prog.rebuild_defines] == expected
+        for name in expected:
+            default = re.search(rf"#ifndef {name}\n#define {name} (.+)\n#endif", prog.source).group(1)
+            assert default in pg.PROGRAM_MACROS[name][0]
+            assert f"{name}={pg.PROGRAM_MACROS[name][1]}" in prog.rebuild_defines
+            seen.add(name)
+        assert set(prog.macro_kernels) == {l.kernel for l in prog.launches
+                                           if l.pattern in ("macro_shift", "float_macro")}
+        for l in prog.launches:
+            if l.pattern == "macro_shift":  # only in the body: the launch does not name it
+                assert "(i + SHIFT) % n" in _kernel_body(prog.source, l.kernel) and "SHIFT" not in l.args
+            if l.pattern == "float_macro":
+                assert "GAIN" in l.args
+    assert seen == {"SHIFT", "GAIN"}
 
 
 def test_old_palette_alone_still_appears():

@@ -3,7 +3,8 @@ checksum per written buffer, give the same results on every run whatever the
 number of worker threads (atomics and block scheduling vary), and
 ``sirius verify P P`` finds each equal to itself (also programs holding every
 newer construct: host statements between launches, a host helper, overloads,
-device globals, barrier variants, device helpers, a loop nest)."""
+device globals, barrier variants, device helpers, a loop nest, and issue 26's sub-word
+views of shared memory, promises in noinline helpers, large dynamic shared memory, macros)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from sirius.testing import generate_program
 ROOT = Path(__file__).resolve().parent.parent
 VERIFY_SEEDS = range(100, 110)
 # together they hold every newer construct (tests/test_progen.py checks it)
-COVER_SEEDS = (5, 19, 86, 142, 164)
+COVER_SEEDS = (5, 19, 27, 86, 131, 142, 164)
 
 pytestmark = [
     pytest.mark.toolchain,
@@ -60,7 +61,7 @@ def _seed_with(pattern: str) -> int:
 
 
 @pytest.mark.parametrize("pattern", ["atomic_hist", "transpose", "loop_swap", "tail_barrier",
-                                     "helper_reduce", "loop_nest"])
+                                     "helper_reduce", "loop_nest", "byte_neighbor", "big_shared"])
 def test_results_do_not_depend_on_worker_threads(tmp_path, pattern):
     if pattern.startswith("loop"):
         seed = next(s for s in range(1000)

@@ -3,7 +3,10 @@
 For a seed, a random program (:mod:`sirius.testing.progen`) is written,
 optimized with ``sirius optimize``, and the original and optimized programs
 are run on identical inputs with ``sirius verify --backend cpu`` (bit-exact).
-A difference or failure is a bug; the seed reproduces it.
+A difference or failure is a bug; the seed reproduces it. A program whose kernels
+use macros the build may redefine (``SHIFT``, ``GAIN``) is verified once more rebuilt
+with other values (:mod:`sirius.testing.rebuild`): the optimized program must take the
+original launches there.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from sirius.testing.progen import PATTERNS, STRUCTURES, GeneratedProgram, generate_program
+from sirius.testing.rebuild import verify_rebuild
 
 SIRIUS = str(Path(sys.executable).parent / "sirius")
 
@@ -33,11 +37,12 @@ def constructs(prog: GeneratedProgram) -> list[str]:
 
 
 def run_seed(seed: int, workdir: Path, arrangement: str, argv_values: tuple[str, ...] = (),
-             flags: tuple[str, ...] = ()) -> dict:
+             flags: tuple[str, ...] = (), hazards: bool = True) -> dict:
     """Generate, optimize (with ``flags`` for ``sirius optimize`` too: ``--cooperative``) and
     verify one program. With ``argv_values`` the program takes its element-wise block size
-    from its first argument, and is verified once per value."""
-    prog = generate_program(seed, argv_block=bool(argv_values))
+    from its first argument, and is verified once per value. ``hazards`` false: the program
+    older versions of the generator gave the seed (``generate_program``)."""
+    prog = generate_program(seed, argv_block=bool(argv_values), hazards=hazards)
     news = constructs(prog)
     src = workdir / f"seed_{seed}.cu"
     out = workdir / f"seed_{seed}_opt.cu"
@@ -62,22 +67,28 @@ def run_seed(seed: int, workdir: Path, arrangement: str, argv_values: tuple[str,
                              + (["--", value] if value is not None else []), capture_output=True, text=True)
         if ver.returncode != 0:
             break
+    ok, stage = ver.returncode == 0, "verify" + (f" -- {value}" if value else "")
+    detail = "" if ok else (ver.stdout + ver.stderr)[-2000:]
+    if ok and prog.rebuild_defines:
+        failure = verify_rebuild(src, out, report, prog.rebuild_defines, set(prog.macro_kernels))
+        if failure:
+            ok, stage, detail = False, "rebuild " + " ".join(f"-D{d}" for d in prog.rebuild_defines), failure
     t_ver = time.perf_counter() - start
-    return {"seed": seed, "ok": ver.returncode == 0, "stage": "verify" + (f" -- {value}" if value else ""),
-            "detail": "" if ver.returncode == 0 else (ver.stdout + ver.stderr)[-2000:],
+    return {"seed": seed, "ok": ok, "stage": stage, "detail": detail,
             "launches_before": report["launches_before"], "launches_after": report["launches_after"],
             "optimize_s": round(t_opt, 3), "verify_s": round(t_ver, 3), "constructs": news}
 
 
 def fuzz(seeds, jobs: int = 2, arrangement: str = "auto", keep: Path | None = None,
-         progress=None, argv_values: tuple[str, ...] = (), flags: tuple[str, ...] = ()) -> list[dict]:
+         progress=None, argv_values: tuple[str, ...] = (), flags: tuple[str, ...] = (),
+         hazards: bool = True) -> list[dict]:
     """Run every seed (see ``run_seed``); ``progress(result)`` is called as each one finishes."""
     with tempfile.TemporaryDirectory(prefix="sirius-fuzz-") as tmp:
         workdir = keep or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
 
         def one(seed: int) -> dict:
-            result = run_seed(seed, workdir, arrangement, argv_values, flags)
+            result = run_seed(seed, workdir, arrangement, argv_values, flags, hazards)
             if progress is not None:
                 progress(result)
             return result

@@ -14,10 +14,27 @@ what ``analysis.repetition`` and ``fusion.cell_waves`` must take or refuse:
   another copy);
 * sizes, steps, layers, the kernels of a layer.
 
+Drawn from a second random stream (so that a program without them is the one older
+versions generated for its seed), constructs that made waves of cells take for a fact
+what they only assumed (issue 26):
+
+* a layer's kernel writing its output only where the data says (``GUARDS``): under a
+  data-dependent condition, after an early exit of a finished row of variable-length
+  sequences (``if (step >= len[i]) return;``), in a loop bounded by the row's length;
+  such a write covers nothing, the slot keeps another copy's (or step's) value;
+* a declaration with a side effect in the step loop (``int row = (cursor += 1) - 1;``,
+  also through a macro), ``row`` choosing the step's input and ``cursor`` printed at the
+  end: host code the emitted program must not run twice;
+* macros the build may redefine (``MACRO_KERNELS``): a float argument whose value has no
+  short decimal (``DECAY``) and an index shift used only in a kernel body (``SHIFT``).
+
 The program prints a checksum of every state and every temporary (the temporaries'
 final values must be those the original left). ``run_seed`` optimizes it with
 ``--cooperative`` (``--persistent`` too on odd seeds) and verifies it bit-exact against
-the original on the CPU backend.
+the original on the CPU backend; a program with a cursor is verified again with
+``-DSIRIUS_COOPERATIVE_MAX_BLOCKS=0`` (every cooperative launch takes its fallback, the
+loop as written after the pre-pass), one with macros rebuilt with other values, where the
+wave kernels over their launches must not run (:mod:`sirius.testing.rebuild`).
 """
 
 from __future__ import annotations
@@ -28,6 +45,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from sirius.testing.rebuild import verify_rebuild
 
 SIRIUS = str(Path(sys.executable).parent / "sirius")
 
@@ -62,8 +81,53 @@ __global__ void neighbours(float* out, const float* t) {
 }
 """
 
+#: Kernels writing their output only where the data says, by how the write is guarded.
+GUARDS = {
+    "condition": """
+__global__ void gate(float* out, const float* t) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t[i] > 0.0625f) out[i] = 0.5f * t[i] - 0.03125f;
+}
+""",
+    "early_exit": """
+__global__ void ragged(float* out, const float* t, const int* len, int step) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (step >= len[i]) return;  // this row's sequence has ended
+  out[i] = 0.75f * t[i] + 0.125f;
+}
+""",
+    "data_bound": """
+__global__ void repeat(float* out, const float* t, const int* len) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  for (int r = 0; r < len[i]; ++r) out[i] = 0.5f * t[i] + 0.0625f * (float)r;
+}
+""",
+}
+_GUARD_KERNEL = {"condition": "gate", "early_exit": "ragged", "data_bound": "repeat"}
+
+#: Kernels using a macro the build may redefine: kernel -> (macro, its default, the value a
+#: rebuild uses, the code). DECAY reaches the kernel as a float argument; SHIFT only in the body.
+MACRO_KERNELS = {
+    "decay": ("DECAY", ("0.1f", "(1.0f / 3.0f)", "0.7f"), "0.3f", """
+__global__ void decay(float* out, const float* t, float k) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = fminf(k * t[i], 4.0f);
+}
+"""),
+    "rotate": ("SHIFT", ("0",), "5", """
+__global__ void rotate(float* out, const float* t) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = 0.5f * t[(i + SHIFT) % H];
+}
+"""),
+}
+
 STORAGE = ("turns", "same", "strided")
 HAZARDS = ("none", "above", "stale")
+CURSORS = ("none", "statement", "macro")  # how the step loop's side-effecting declaration is written
+P_GUARD = 0.45   # a layer's kernel writes under a guard (GUARDS)
+P_MACRO = 0.35   # a layer's kernel uses a macro (MACRO_KERNELS)
+P_CURSOR = 0.35  # the step loop advances a cursor in a declaration
 
 
 @dataclass(frozen=True)
@@ -74,6 +138,10 @@ class LayeredProgram:
     hazard: str
     layers: int
     steps: int
+    guard: str = "none"  # of GUARDS, or none
+    macro_kernel: str = "none"  # of MACRO_KERNELS, or none
+    cursor: str = "none"  # of CURSORS
+    rebuild_defines: tuple[str, ...] = ()  # NAME=VALUE for a rebuild with other macro values
 
 
 def generate(seed: int) -> LayeredProgram:
@@ -96,6 +164,29 @@ def generate(seed: int) -> LayeredProgram:
         kind, role, reads = ops[-1]
         ops[-1] = ("blend", role, (reads[0], last))
         ops.append(("act", last + 1, (last,)))
+    # the newer constructs, from a stream of their own: replacing a kernel keeps its role and
+    # its first input (never the blend that makes the stale hazard)
+    hrnd = random.Random(seed * 15485863 + 32452843)
+    free = [k for k in range(1, len(ops)) if not (stale and k == len(ops) - 2)]
+    guard = macro_kernel = "none"
+    if free and hrnd.random() < P_GUARD:
+        guard = hrnd.choice(sorted(GUARDS))
+        # a temporary's kernel where the layer has one (the last kernel writes the state)
+        temporaries = [k for k in free if k != len(ops) - 1] or free
+        k = temporaries[hrnd.randrange(len(temporaries))]
+        free.remove(k)
+        ops[k] = (_GUARD_KERNEL[guard], ops[k][1], ops[k][2][:1])
+    if free and hrnd.random() < P_MACRO:
+        macro_kernel = hrnd.choice(sorted(MACRO_KERNELS))
+        k = free.pop(hrnd.randrange(len(free)))
+        ops[k] = (macro_kernel, ops[k][1], ops[k][2][:1])
+    cursor = hrnd.choice(CURSORS[1:]) if hrnd.random() < P_CURSOR else "none"
+    macro_defaults = {}
+    if macro_kernel != "none":
+        name, values, _, _ = MACRO_KERNELS[macro_kernel]
+        macro_defaults[name] = hrnd.choice(values)
+    lengths = hrnd.randint(3, 97)  # row i's sequence has (i * lengths) % (STEPS + 1) steps
+
     roles = max(r for _, r, _ in ops) + 1
     final = ops[-1][1]
 
@@ -110,8 +201,13 @@ def generate(seed: int) -> LayeredProgram:
         return "1, H" if kind == "neighbours" else f"{split}, H / {split}"
 
     lines = []
+    if cursor == "statement":
+        lines.append("    int row = (cursor += 1) - 1;  // the next input row")
+    elif cursor == "macro":
+        lines.append("    int row = NEXT_ROW(cursor);")
     for layer in range(layers):
-        below = "x + step * H" if layer == 0 else f"h_next + {layer - 1} * H"
+        first_input = "x + row * H" if cursor != "none" else "x + step * H"
+        below = first_input if layer == 0 else f"h_next + {layer - 1} * H"
         prev_layer = layer + 1 if hazard == "above" else layer
         prev = f"h_prev + {prev_layer} * H"
         for kind, role, reads in ops:
@@ -120,6 +216,12 @@ def generate(seed: int) -> LayeredProgram:
                 args = [out, f"w + {layer} * H * H", below, prev]
             else:
                 args = [out] + [temp(r, layer) for r in reads]
+            if kind == "ragged":
+                args += ["len", "step"]
+            elif kind == "repeat":
+                args.append("len")
+            elif kind == "decay":
+                args.append("DECAY")
             lines.append(f"    {kind}<<<{shape(kind)}>>>({', '.join(args)});")
     temps = [f"t{r}" for r in range(roles)] if storage != "strided" else []
     declare = "".join(f"  float* t{r};\n  cudaMalloc(&t{r}, sizeof(float) * H);\n"
@@ -130,15 +232,30 @@ def generate(seed: int) -> LayeredProgram:
         temps = ["ts"]
     sizes = {name: ("LAYERS * %d * H" % roles if name == "ts" else "H") for name in temps}
     report = "".join(f"  report(\"{name}\", {name}, {sizes[name]});\n" for name in temps)
+    extra = "".join(f"#ifndef {name}\n#define {name} {value}\n#endif\n" for name, value in macro_defaults.items())
+    if cursor == "macro":
+        extra += "#define NEXT_ROW(c) (((c) += 1) - 1)\n"
+    kernels = _KERNELS + (GUARDS[guard] if guard != "none" else "") \
+        + (MACRO_KERNELS[macro_kernel][3] if macro_kernel != "none" else "")
+    declare_len = ""
+    if guard in ("early_exit", "data_bound"):
+        declare_len = ("  int* len;\n  cudaMalloc(&len, sizeof(int) * H);\n"
+                       "  int* lens = (int*)malloc(sizeof(int) * H);\n"
+                       f"  for (int i = 0; i < H; ++i) lens[i] = (i * {lengths}) % (STEPS + 1);\n"
+                       "  cudaMemcpy(len, lens, sizeof(int) * H, cudaMemcpyHostToDevice);\n  free(lens);\n")
+    declare_cursor = "  int cursor = 0;\n" if cursor != "none" else ""
+    print_cursor = '  printf("cursor %d\\n", cursor);\n' if cursor != "none" else ""
+    newer = f"// guard {guard}, macro kernel {macro_kernel}, cursor {cursor}\n" \
+        if (guard, macro_kernel, cursor) != ("none", "none", "none") else ""
     source = f"""// generated by sirius.testing.layered, seed {seed}: storage {storage}, hazard {hazard}
-#include <cstdio>
+{newer}#include <cstdio>
 #include <cstdlib>
 #include <cuda_runtime.h>
 
 #define H {h}
 #define STEPS {steps}
 #define LAYERS {layers}
-{_KERNELS}
+{extra}{kernels}
 static void report(const char* name, const float* d, int n) {{
   float* host = (float*)malloc(sizeof(float) * n);
   cudaMemcpy(host, d, sizeof(float) * n, cudaMemcpyDeviceToHost);
@@ -159,38 +276,53 @@ int main() {{
   for (int i = 0; i < STEPS * H; ++i) fill[i] = (float)((i * 37) % 101) / 101.0f;
   cudaMemcpy(x, fill, sizeof(float) * STEPS * H, cudaMemcpyHostToDevice);
   cudaMemset(h, 0, sizeof(float) * (STEPS + 2) * LAYERS * H);
-{declare}  for (int step = 0; step < STEPS; ++step) {{
+{declare}{declare_len}{declare_cursor}  for (int step = 0; step < STEPS; ++step) {{
     float* h_prev = h + step * LAYERS * H;
     float* h_next = h + (step + 1) * LAYERS * H;
 {chr(10).join(lines)}
   }}
   report("h", h, (STEPS + 2) * LAYERS * H);
-{report}  free(fill);
+{report}{print_cursor}  free(fill);
   return 0;
 }}
 """
+    rebuild = ()
+    if macro_kernel != "none":
+        name, _, other, _ = MACRO_KERNELS[macro_kernel]
+        rebuild = (f"{name}={other}",)
     return LayeredProgram(seed, source, storage, "stale" if stale else ("above" if hazard == "above" else "none"),
-                          layers, steps)
+                          layers, steps, guard, macro_kernel, cursor, rebuild)
 
 
 def run_seed(seed: int, workdir: Path) -> dict:
     """Generate, optimize (``--cooperative``; ``--persistent`` on odd seeds) and verify one
-    program: ``ok``, whether waves of cells ran (``waves``), and what failed where."""
+    program (also the cooperative fallback where the loop has a cursor, and a rebuild with
+    other macro values where a kernel uses one): ``ok``, whether waves of cells ran
+    (``waves``), and what failed where."""
     prog = generate(seed)
     src, out, rep = workdir / f"layered_{seed}.cu", workdir / f"layered_{seed}.opt.cu", workdir / f"layered_{seed}.json"
     src.write_text(prog.source)
     flags = ["--cooperative"] + (["--persistent"] if seed % 2 else [])
-    result = {"seed": seed, "storage": prog.storage, "hazard": prog.hazard, "ok": False, "waves": False}
+    result = {"seed": seed, "storage": prog.storage, "hazard": prog.hazard, "guard": prog.guard,
+              "macro_kernel": prog.macro_kernel, "cursor": prog.cursor, "ok": False, "waves": False}
     opt = subprocess.run([SIRIUS, "optimize", str(src), *flags, "-o", str(out), "--report", str(rep)],
                          capture_output=True, text=True)
     if opt.returncode != 0:
-        return {**result, "stage": "optimize", "detail": opt.stdout + opt.stderr}
+        return {**result, "stage": f"optimize (exit {opt.returncode})", "detail": opt.stdout + opt.stderr}
     report = json.loads(rep.read_text())
     result["waves"] = bool(report["cell_waves"])
     result["refused"] = [r["reason"] for r in report["refused"] if "no waves" in r["reason"]]
-    ver = subprocess.run([SIRIUS, "verify", str(src), str(out)], capture_output=True, text=True)
-    if ver.returncode != 0 or "result: all equal" not in ver.stdout:
-        return {**result, "stage": "verify", "detail": ver.stdout + ver.stderr}
+    # a cursor: also every cooperative launch's fallback (the pre-pass, then the loop as written)
+    variants = [()] + ([("-DSIRIUS_COOPERATIVE_MAX_BLOCKS=0",)] if prog.cursor != "none" else [])
+    for extra in variants:
+        ver = subprocess.run([SIRIUS, "verify", str(src), str(out), *extra], capture_output=True, text=True)
+        if ver.returncode != 0 or "result: all equal" not in ver.stdout:
+            return {**result, "stage": " ".join(("verify",) + extra), "detail": ver.stdout + ver.stderr}
+    if prog.rebuild_defines:
+        failure = verify_rebuild(src, out, report, prog.rebuild_defines, {prog.macro_kernel})
+        if failure:
+            return {**result, "stage": "rebuild " + " ".join(f"-D{d}" for d in prog.rebuild_defines),
+                    "detail": failure}
     return {**result, "ok": True}
 
 
@@ -208,7 +340,8 @@ def main(argv: list[str] | None = None) -> int:
             r = run_seed(seed, Path(tmp))
             failed += not r["ok"]
             print(f"seed {seed}: {'ok' if r['ok'] else 'FAILED at ' + r['stage']} storage={r['storage']} "
-                  f"hazard={r['hazard']} waves={r['waves']}" + ("" if r["ok"] else "\n" + r["detail"]), flush=True)
+                  f"hazard={r['hazard']} guard={r['guard']} macro={r['macro_kernel']} cursor={r['cursor']} "
+                  f"waves={r['waves']}" + ("" if r["ok"] else "\n" + r["detail"]), flush=True)
     return 1 if failed else 0
 
 

@@ -68,6 +68,17 @@ them is close to what older versions generated for its seed):
   (s, c - 1) and (s - 1, c + 1), the last on the same anti-diagonal. Its
   dependences are computed per pair of iterations.
 
+In a program drawn for them (``P_HAZARDS``, from a third stream: ``hazards=False`` gives
+the program older versions generated), constructs a transformation once took for what they
+are not (issue 26), as launches of their own and in place of palette templates of the same
+footprint: shared floats read back through ``unsigned char*`` / ``short*`` at a neighbour's
+byte offset after the barrier (``byte_neighbor``), ``__ldg`` and ``const __restrict__`` in
+``__device__ __noinline__`` helpers (``ldg_helper``), over 48 KB of dynamic shared memory
+with the program's ``cudaFuncSetAttribute`` opt-in (``big_shared``), and macros the build
+may redefine: ``SHIFT`` only in a kernel body (``macro_shift``) and a float ``GAIN`` with no
+short decimal passed as an argument (``float_macro``); ``GeneratedProgram.rebuild_defines``
+gives the other values a rebuild is verified with.
+
 A host statement between launches is an ordering point: ``HostOp`` lists the
 buffers it reads and writes and ``Dependence.host_between`` the host
 statements that run between a producer and a consumer.
@@ -106,6 +117,11 @@ PATTERNS = (
     "global_pointer",  # writes through ``__device__ float* gp``
     "helper_reduce",   # calls ``block_sum_dev`` (static __shared__ inside a __device__ helper)
     "nest_cell",       # a launch of a cell of a two-deep host loop nest
+    "byte_neighbor",   # block_neighbor read back through ``unsigned char*`` / ``short*`` (sub-word)
+    "ldg_helper",      # element-wise, its input read by a ``__device__ __noinline__`` helper
+    "big_shared",      # over 48 KB of dynamic shared memory (the program opts in for the kernel)
+    "macro_shift",     # ``a[(i + SHIFT) % n]``: a macro the build may redefine (``-DSHIFT=...``)
+    "float_macro",     # a float argument from a macro whose value has no short decimal
 )
 
 #: How a launch sits in the host program (``Launch.structure``).
@@ -117,6 +133,10 @@ FEATURES = (
     "syncthreads_count", "syncthreads_and", "syncthreads_or",  # in place of __syncthreads()
     "gidx_helper",      # the index comes from ``__device__ int gidx()``
     "shared_helper",    # a __device__ helper holding a static __shared__ array
+    "char_view",        # shared floats read back through ``unsigned char*``
+    "short_view",       # shared floats read back through ``short*``
+    "ldg_in_helper",    # ``__ldg`` inside a ``__device__ __noinline__`` helper
+    "restrict_in_helper",  # a ``const float* __restrict__`` parameter of a noinline helper
 )
 
 #: Host statements between launches (``HostOp.kind``).
@@ -210,6 +230,10 @@ class GeneratedProgram:
     kernels: tuple[str, ...] = ()  # kernel definitions in source order (an overloaded name twice)
     host_ops: tuple[HostOp, ...] = ()
     symbols: tuple[str, ...] = ()  # the device globals among ``buffers`` (g<k>, c0, gp)
+    # ``NAME=VALUE`` for each program macro the kernels use (PROGRAM_MACROS): a rebuild with
+    # these must compute what the original rebuilt with them computes
+    rebuild_defines: tuple[str, ...] = ()
+    macro_kernels: tuple[str, ...] = ()  # the kernels whose code or launch uses those macros
 
     def dependence(self, producer: int, consumer: int) -> Dependence | None:
         for dep in self.expected_dependences:
@@ -226,6 +250,8 @@ class GeneratedProgram:
             "outputs": list(self.outputs),
             "kernels": list(self.kernels),
             "symbols": list(self.symbols),
+            "rebuild_defines": list(self.rebuild_defines),
+            "macro_kernels": list(self.macro_kernels),
             "launches": [
                 {
                     "index": l.index, "kernel": l.kernel, "pattern": l.pattern,
@@ -394,6 +420,8 @@ class Template:
     barriers = False
     features: tuple[str, ...] = ()
     helpers: tuple[str, ...] = ()  # __device__ helpers the code calls (keys of DEVICE_HELPERS)
+    macros: tuple[str, ...] = ()  # program macros (``PROGRAM_MACROS``) the kernel or its launch uses
+    dynamic_shared = 0  # bytes of dynamic shared memory per block (the launch's third argument)
 
     @property
     def name(self) -> str:
@@ -425,6 +453,11 @@ class Template:
     def block_text(self) -> str:
         _, block = self.shape()
         return str(block[0]) if block[1:] == (1, 1) else f"dim3({block[0]}, {block[1]})"
+
+    def launch_config(self) -> str:
+        """What goes between ``<<<`` and ``>>>``."""
+        shared = f", {self.dynamic_shared}" if self.dynamic_shared else ""
+        return f"{self.grid_text()}, {self.block_text()}{shared}"
 
     def accesses(self) -> list[Access]:
         raise NotImplementedError
@@ -476,6 +509,18 @@ DEVICE_HELPERS = {
         "  float r = red[0];\n"
         "  __syncthreads();\n"
         "  return r;\n"
+        "}\n"
+    ),
+    # promises a kernel makes through a call nvcc keeps out of line: a read through the
+    # read-only cache, and a restrict pointer nvcc may turn into one (LDG.E.CONSTANT)
+    "ldg_load": (
+        "__device__ __noinline__ float ro_load(const float* p, int i) {\n"
+        "  return __ldg(p + i);\n"
+        "}\n"
+    ),
+    "restrict_load": (
+        "__device__ __noinline__ float ro_half(const float* __restrict__ p, int i) {\n"
+        "  return 0.5f * p[i];\n"
         "}\n"
     ),
 }
@@ -1354,6 +1399,227 @@ class NestCell(Template):
         return acc
 
 
+class ByteNeighbor(Template):
+    """A block stages its floats in shared memory and, after the barrier, reads back
+    part of its right neighbour's float through ``unsigned char*`` (its high byte) or
+    ``short*`` (its high half): a 1- or 2-byte read inside another thread's 4-byte store,
+    which only byte ranges see (the starts of the two accesses differ)."""
+
+    pattern = "byte_neighbor"
+    roles = ("r", "w")
+    barriers = True
+
+    def __init__(self, ctx: Ctx, block: int, view: str):
+        assert view in ("char", "short")
+        self.ctx, self.block, self.view = ctx, block, view
+        self.features = (f"{view}_view",)
+
+    @property
+    def name(self) -> str:
+        return f"nbr{self.block}_{self.view}"
+
+    def code(self) -> str:
+        B = self.block
+        if self.view == "char":  # (float)byte * 2^-7 is exact
+            view = ["const unsigned char* bytes = (const unsigned char*)tile;",
+                    f"float part = (float)bytes[4 * ((t + 1) % {B}) + 3] * 0.0078125f;"]
+        else:  # (float)short * 2^-14 is exact
+            view = ["const short* halves = (const short*)tile;",
+                    f"float part = (float)halves[2 * ((t + 1) % {B}) + 1] * 0.00006103515625f;"]
+        return _kernel(self.name, "const float* a, float* out", [
+            f"__shared__ float tile[{B}];",
+            "int t = threadIdx.x;",
+            f"int i = blockIdx.x * {B} + t;",
+            "tile[t] = a[i];",
+            "__syncthreads();",
+            *view,
+            "out[i] = 0.5f * tile[t] + part;",
+        ])
+
+    def shape(self):
+        return (self.ctx.n // self.block, 1, 1), (self.block, 1, 1)
+
+    def accesses(self):
+        grid, block = self.shape()
+        return _map_accesses(grid[0], block[0], self.ctx.n, (False, True))
+
+
+class LdgHelper(Template):
+    """Element-wise, its input read by a ``__device__ __noinline__`` helper: through
+    ``__ldg`` or through a ``const float* __restrict__`` parameter. The kernel's own
+    text promises nothing; the promise is in the callee."""
+
+    pattern = "ldg_helper"
+    roles = ("r", "w")
+
+    def __init__(self, ctx: Ctx, op: int, via: str):
+        assert via in ("ldg", "restrict")
+        self.ctx, self.op, self.via = ctx, op, via
+        self.features = (f"{via}_in_helper",)
+        self.helpers = ("ldg_load",) if via == "ldg" else ("restrict_load",)
+
+    @property
+    def name(self) -> str:
+        return f"{self.via}_map_op{self.op}"
+
+    def code(self) -> str:
+        value = "ro_load(a, i)" if self.via == "ldg" else "2.0f * ro_half(a, i)"
+        return _kernel(self.name, "const float* a, float* out, int n", [
+            "int i = blockIdx.x * blockDim.x + threadIdx.x;",
+            "if (i < n) {",
+            f"  float v = {value};",
+            f"  out[i] = {UNARY_OPS[self.op].format(a='v')};",
+            "}",
+        ])
+
+    def shape(self):
+        return (self.ctx.n // self.ctx.block, 1, 1), (self.ctx.block, 1, 1)
+
+    def scalars(self):
+        return ("n",)
+
+    def accesses(self):
+        grid, block = self.shape()
+        return _map_accesses(grid[0], block[0], self.ctx.n, (False, True))
+
+
+#: Bytes of dynamic shared memory ``BigShared`` asks for: each over the 48 KB a block gets
+#: without ``cudaFuncSetAttribute``, each within every architecture's opt-in limit (99 KB).
+BIG_SHARED_BYTES = (50176, 57344, 65536)
+
+
+class BigShared(Template):
+    """Element-wise through a per-block staging area of ``bytes`` of dynamic shared memory
+    (over 48 KB: the program opts in with ``cudaFuncSetAttribute`` for this kernel): each
+    thread fills its column of every slot, and after the barrier reads a neighbour's
+    column of a slot that depends on the thread."""
+
+    pattern = "big_shared"
+    roles = ("r", "w")
+    barriers = True
+
+    def __init__(self, ctx: Ctx, bytes_: int):
+        self.ctx, self.dynamic_shared = ctx, bytes_
+
+    @property
+    def name(self) -> str:
+        return "stage_big"
+
+    def slots(self) -> int:
+        return self.dynamic_shared // (4 * self.ctx.block)
+
+    def code(self) -> str:
+        return _kernel(self.name, "const float* a, float* out, int slots", [
+            "extern __shared__ float stage[];",
+            "int t = threadIdx.x;",
+            "int i = blockIdx.x * blockDim.x + t;",
+            "for (int k = 0; k < slots; ++k) stage[k * blockDim.x + t] = 0.5f * a[i] + (float)(k & 7) * 0.0625f;",
+            "__syncthreads();",
+            "int k = (t * 5) % slots;",
+            "out[i] = stage[k * blockDim.x + (t + 1) % blockDim.x] - 0.25f * stage[t];",
+        ])
+
+    def shape(self):
+        return (self.ctx.n // self.ctx.block, 1, 1), (self.ctx.block, 1, 1)
+
+    def scalars(self):
+        return (str(self.slots()),)
+
+    def key(self):
+        return super().key() + (self.dynamic_shared,)
+
+    def accesses(self):
+        grid, block = self.shape()
+        return _map_accesses(grid[0], block[0], self.ctx.n, (False, True))
+
+
+#: Macros a program may define with a default (``#ifndef``) and a rebuild may redefine
+#: with ``-D``: name -> the values a generated program defaults to, and the value its
+#: rebuild uses (the optimized program must then take the original launches).
+PROGRAM_MACROS = {
+    # an index shift used only inside a kernel body: 0 makes the kernel element-wise
+    "SHIFT": (("0", "0", "1"), "300"),
+    # a float argument with no short decimal form (folded, it must be compared bit for bit)
+    "GAIN": (("0.1f", "(1.0f / 3.0f)", "0.7f", "(2.0f / 7.0f)"), "0.3f"),
+}
+
+
+class MacroShift(Template):
+    """``out[i] = (a[i] + a[(i + SHIFT) % n]) / 2`` with ``SHIFT`` a program macro: the
+    accesses are those of the default value (``shift``); a rebuild may change them."""
+
+    pattern = "macro_shift"
+    roles = ("r", "w")
+    macros = ("SHIFT",)
+
+    def __init__(self, ctx: Ctx, shift: int):
+        self.ctx, self.shift = ctx, shift
+
+    @property
+    def name(self) -> str:
+        return "shift_macro"
+
+    def code(self) -> str:
+        return _kernel(self.name, "const float* a, float* out, int n", [
+            "int i = blockIdx.x * blockDim.x + threadIdx.x;",
+            "if (i < n) {",
+            "  out[i] = 0.5f * (a[i] + a[(i + SHIFT) % n]);",
+            "}",
+        ])
+
+    def shape(self):
+        return (self.ctx.n // self.ctx.block, 1, 1), (self.ctx.block, 1, 1)
+
+    def scalars(self):
+        return ("n",)
+
+    def accesses(self):
+        rd, wr = Footprint(), Footprint()
+        n = self.ctx.n
+        grid, block = self.shape()
+        for bd, td, b, t in _threads_1d(grid[0], block[0]):
+            i = b * block[0] + t
+            rd.touch(i, bd, td)
+            rd.touch((i + self.shift) % n, bd, td)
+            wr.touch(i, bd, td)
+        return [Access(0, False, rd), Access(1, True, wr)]
+
+
+class FloatMacro(Template):
+    """``out[i] = min(g * a[i], 1) + 0.25`` with ``g`` passed as ``GAIN``, a program macro
+    whose float has no short decimal form. (``fminf`` between the product and the sum:
+    nothing to contract into an FMA.)"""
+
+    pattern = "float_macro"
+    roles = ("r", "w")
+    macros = ("GAIN",)
+
+    def __init__(self, ctx: Ctx):
+        self.ctx = ctx
+
+    @property
+    def name(self) -> str:
+        return "gain_map"
+
+    def code(self) -> str:
+        return _kernel(self.name, "const float* a, float* out, float g, int n", [
+            "int i = blockIdx.x * blockDim.x + threadIdx.x;",
+            "if (i < n) {",
+            "  out[i] = fminf(g * a[i], 1.0f) + 0.25f;",
+            "}",
+        ])
+
+    def shape(self):
+        return (self.ctx.n // self.ctx.block, 1, 1), (self.ctx.block, 1, 1)
+
+    def scalars(self):
+        return ("GAIN", "n")
+
+    def accesses(self):
+        grid, block = self.shape()
+        return _map_accesses(grid[0], block[0], self.ctx.n, (False, True))
+
+
 # --------------------------------------------------------------------------
 # The generator
 
@@ -1400,6 +1666,18 @@ P_NEW_STEP = 0.22         # a step of the new kinds below instead of a palette s
 P_BARRIER_VARIANT = 0.3   # __syncthreads_count/_and/_or in a barrier template
 P_TAIL_BARRIER = 0.35     # a tail_return template becomes tail_barrier
 P_GIDX = 0.2              # a program's element-wise kernels call gidx()
+# Constructs that made a transformation take as a fact what it only assumed (issue 26): in a
+# program drawn for them (P_HAZARDS), each replaces a palette template of the same footprint.
+# They come from a third stream (``_Gen.hrng``), so that the palette's and the other newer
+# constructs' choices stay those of the other two streams, and a program not drawn for them
+# is the one older versions generated for its seed.
+P_HAZARDS = 0.4           # the program holds these constructs
+P_HAZARD_STEP = 0.35      # in such a program, a launch of one of them before a generator step
+P_BYTE_VIEW = 0.8         # a block_neighbor read back through unsigned char* / short*
+P_MACRO_SHIFT = 0.8       # a shift by the program macro SHIFT (rebuilt with another value)
+P_LDG_HELPER = 0.3        # an element-wise map reading through a noinline __ldg / restrict helper
+P_FLOAT_MACRO = 0.25      # an element-wise map scaled by the float macro GAIN
+P_BIG_SHARED = 0.25       # an element-wise map through over 48 KB of dynamic shared memory
 #: New step kinds: (launches needed, name); each at most once per program.
 NEW_STEPS = (
     (1, "helper_call"), (2, "overload"), (2, "globals"), (2, "const_symbol"),
@@ -1414,12 +1692,17 @@ _UPLOAD_HELPER = """static void upload(float* d, float* h, int n, int k) {
 
 
 class _Gen:
-    def __init__(self, seed: int, max_kernels: int, size: int, max_buffers: int, argv_block: bool = False):
+    def __init__(self, seed: int, max_kernels: int, size: int, max_buffers: int, argv_block: bool = False,
+                 hazards: bool = True):
         self.seed = seed
         self.rng = random.Random(seed)
         # a second stream for the newer constructs, so that the palette's
         # choices stay those of the main stream
         self.xrng = random.Random(seed * 7919 + 104729)
+        self.hrng = random.Random(seed * 15485863 + 32452843)
+        self.hazards = self.hrng.random() < P_HAZARDS and hazards
+        # the default value of each program macro (PROGRAM_MACROS) the kernels may use
+        self.macro_defaults = {name: self.hrng.choice(values) for name, (values, _) in PROGRAM_MACROS.items()}
         self.size = size
         side = _isqrt(size)
         self.side = side if side * side == size and side % 16 == 0 else None
@@ -1502,8 +1785,53 @@ class _Gen:
         kinds = ["map", "map", "map_reblock", "tail", "shift", "nbr"]
         if allow_2d and self.side:
             kinds += ["tile", "transpose"]
-        ctx, rng = self.ctx, rng or self.rng
+        rng = rng or self.rng
         kind = rng.choice(kinds)
+        tmpl = self._palette_unary(kind, rng)
+        return self._hazard_variant(kind, tmpl)
+
+    def _hazard_variant(self, kind: str, tmpl: Template) -> Template:
+        """``tmpl``, or in its place a template of the same footprint holding a construct a
+        transformation once took for what it is not (drawn from ``hrng`` only)."""
+        h, ctx = self.hrng, self.ctx
+        if not self.hazards:
+            return tmpl
+        if kind == "nbr" and not tmpl.features and h.random() < P_BYTE_VIEW:
+            return ByteNeighbor(ctx, tmpl.block, h.choice(("char", "short")))
+        if kind == "shift" and not self.gidx and h.random() < P_MACRO_SHIFT:
+            return MacroShift(ctx, int(self.macro_defaults["SHIFT"]))
+        if kind == "map" and not self.gidx:
+            draw = h.random()
+            if draw < P_LDG_HELPER:
+                return LdgHelper(ctx, tmpl.op, h.choice(("ldg", "restrict")))
+            if draw < P_LDG_HELPER + P_FLOAT_MACRO:
+                return FloatMacro(ctx)
+            if draw < P_LDG_HELPER + P_FLOAT_MACRO + P_BIG_SHARED:
+                return BigShared(ctx, h.choice(BIG_SHARED_BYTES))
+        return tmpl
+
+    def step_hazard(self) -> None:
+        """A plain launch of one of the constructs ``_hazard_variant`` substitutes, those
+        not launched yet first (a program drawn for them holds several)."""
+        h, ctx = self.hrng, self.ctx
+        kinds = ["byte_neighbor", "macro_shift", "ldg_helper", "float_macro", "big_shared"]
+        fresh = [k for k in kinds if k not in {s.tmpl.pattern for s in self.stmts}]
+        kind = h.choice(fresh or kinds)
+        if kind == "byte_neighbor":
+            tmpl: Template = ByteNeighbor(ctx, h.choice((ctx.block, 128, 256)), h.choice(("char", "short")))
+        elif kind == "macro_shift":
+            tmpl = MacroShift(ctx, int(self.macro_defaults["SHIFT"]))
+        elif kind == "ldg_helper":
+            tmpl = LdgHelper(ctx, h.randrange(len(UNARY_OPS)), h.choice(("ldg", "restrict")))
+        elif kind == "float_macro":
+            tmpl = FloatMacro(ctx)
+        else:
+            tmpl = BigShared(ctx, h.choice(BIG_SHARED_BYTES))
+        a = self.pick_input(rng=h)
+        self.plain(tmpl, (a, self.pick_output((a,), rng=h)))
+
+    def _palette_unary(self, kind: str, rng: random.Random) -> Template:
+        ctx = self.ctx
         if kind == "map":
             return Map(ctx, rng.randrange(len(UNARY_OPS)), 1, ctx.block, self.gidx)
         if kind == "map_reblock":
@@ -1532,7 +1860,7 @@ class _Gen:
         self.stmts.append(stmt)
         t = stmt.tmpl
         args = ", ".join(stmt.arg_text + t.scalars())
-        self.body.append("  " * indent + f"{t.name}<<<{t.grid_text()}, {t.block_text()}>>>({args});")
+        self.body.append("  " * indent + f"{t.name}<<<{t.launch_config()}>>>({args});")
 
     def plain(self, tmpl: Template, ptrs: tuple[str, ...], structure: str = "plain") -> None:
         args = tuple(f"d_{p}" for p, param in zip(ptrs, tmpl.params) if param)
@@ -1757,7 +2085,7 @@ class _Gen:
         args = ", ".join(stmt.arg_text + tmpl.scalars())
         self.host_helpers.append(
             "static void launch_helper(const float* a, float* out, int n) {\n"
-            f"  {tmpl.name}<<<{tmpl.grid_text()}, {tmpl.block_text()}>>>({args});\n"
+            f"  {tmpl.name}<<<{tmpl.launch_config()}>>>({args});\n"
             "}\n")
         self.body.append(f"  launch_helper(d_{a}, d_{out}, n);")
         self.wrote(out)
@@ -1914,6 +2242,10 @@ class _Gen:
             room = target - len(self.stmts)
             if self.stmts and len(self.host_ops) < MAX_HOST_OPS and x.random() < P_HOST_OP:
                 self.step_host_op()  # a launch always follows: the loop goes on
+            if self.hazards and self.hrng.random() < P_HAZARD_STEP:
+                self.step_hazard()
+                self.n_steps += 1
+                continue
             if x.random() < P_NEW_STEP:
                 options = [name for need, name in NEW_STEPS if need <= room and name not in self.used_new]
                 if options:
@@ -2084,6 +2416,11 @@ def _assemble(gen: _Gen, outputs: list[str]) -> tuple[str, tuple[str, ...]]:
         lines.append(decl)
     if gen.symbols:
         lines.append("")
+    macros = _macros_used(gen)
+    for name in macros:  # a default the build may override with -D
+        lines += [f"#ifndef {name}", f"#define {name} {gen.macro_defaults[name]}", "#endif"]
+    if macros:
+        lines.append("")
     helpers = {h for stmt in gen.stmts for h in stmt.tmpl.helpers}
     for h, code in DEVICE_HELPERS.items():
         if h in helpers:
@@ -2134,6 +2471,12 @@ def _assemble(gen: _Gen, outputs: list[str]) -> tuple[str, tuple[str, ...]]:
             main.append(f"  cudaMemcpyToSymbol({name}, h, n * sizeof(float));")
         elif kind == "constant":
             main.append(f"  {{ float v = 0.25f; cudaMemcpyToSymbol({name}, &v, sizeof(float)); }}")
+    opt_in: dict[str, int] = {}  # kernel -> the most dynamic shared memory a launch of it asks for
+    for stmt in gen.stmts:
+        if stmt.tmpl.dynamic_shared > 48 * 1024:
+            opt_in[stmt.tmpl.name] = max(opt_in.get(stmt.tmpl.name, 0), stmt.tmpl.dynamic_shared)
+    for name, size in opt_in.items():
+        main.append(f"  cudaFuncSetAttribute({name}, cudaFuncAttributeMaxDynamicSharedMemorySize, {size});")
     if gen.probe:
         main.append("  double probe = 0.0;")
     main.extend(gen.body)
@@ -2159,8 +2502,14 @@ def _assemble(gen: _Gen, outputs: list[str]) -> tuple[str, tuple[str, ...]]:
     return "\n".join(lines + main) + "\n", tuple(names)
 
 
+def _macros_used(gen: _Gen) -> list[str]:
+    """The program macros (PROGRAM_MACROS) the generated kernels or launches use."""
+    used = {m for stmt in gen.stmts for m in stmt.tmpl.macros}
+    return [name for name in PROGRAM_MACROS if name in used]
+
+
 def generate_program(seed: int, *, max_kernels: int = 8, size: int = 4096,
-                     max_buffers: int = 8, argv_block: bool = False) -> GeneratedProgram:
+                     max_buffers: int = 8, argv_block: bool = False, hazards: bool = True) -> GeneratedProgram:
     """A complete random CUDA program with 2..``max_kernels`` launches.
 
     ``size`` is the number of floats per buffer, a positive multiple of 256;
@@ -2168,7 +2517,9 @@ def generate_program(seed: int, *, max_kernels: int = 8, size: int = 4096,
     multiple of 16 (the default 4096 = 64 x 64). With ``argv_block`` the element-wise
     launches of the default block size take their block size from the program's first
     argument (grid rounded up, the kernels check bounds); the description (shapes,
-    footprints, dependences) is then that of a run without arguments.
+    footprints, dependences) is then that of a run without arguments. With ``hazards`` false
+    no program holds the constructs of ``P_HAZARDS``: each seed gives the program older
+    versions generated (seeds kept as regressions of those versions keep their program).
     """
     if size <= 0 or size % 256:
         raise ValueError(f"size must be a positive multiple of 256, not {size}")
@@ -2176,7 +2527,7 @@ def generate_program(seed: int, *, max_kernels: int = 8, size: int = 4096,
         raise ValueError("max_kernels must be at least 2")
     if max_buffers < 3:
         raise ValueError("max_buffers must be at least 3")
-    gen = _Gen(seed, max_kernels, size, max_buffers, argv_block)
+    gen = _Gen(seed, max_kernels, size, max_buffers, argv_block, hazards)
     gen.run()
     stmts = gen.stmts
     launches: list[Launch] = []
@@ -2209,6 +2560,8 @@ def generate_program(seed: int, *, max_kernels: int = 8, size: int = 4096,
         expected_dependences=tuple(_dependences(stmts, gen.host_ops)),
         buffers=tuple(gen.buffers) + tuple(gen.symbols), outputs=tuple(outputs), size=size,
         kernels=kernels, host_ops=host_ops, symbols=tuple(gen.symbols),
+        rebuild_defines=tuple(f"{name}={PROGRAM_MACROS[name][1]}" for name in _macros_used(gen)),
+        macro_kernels=tuple(sorted({s.tmpl.name for s in stmts if s.tmpl.macros})),
     )
 
 

@@ -2,7 +2,10 @@
 recurrences (temporaries in storages used in turns, the same storages, or a slot per layer;
 a layer reading the layer above at the step before; a temporary read before the layer
 writes it) optimized with --cooperative (and --persistent on odd seeds) and verified
-bit-exact on the CPU backend. More seeds: ``python -m sirius.testing.layered --seeds 0:100``."""
+bit-exact on the CPU backend; with issue 26's constructs (a temporary written under a data
+guard, a side-effecting declaration in the step loop, verified through the cooperative
+fallback too, macros rebuilt with other values). More seeds:
+``python -m sirius.testing.layered --seeds 0:100``."""
 
 from concurrent.futures import ThreadPoolExecutor
 import tempfile
@@ -10,17 +13,49 @@ from pathlib import Path
 
 import pytest
 
-from sirius.testing.layered import generate, run_seed
+from sirius.testing.layered import CURSORS, GUARDS, MACRO_KERNELS, generate, run_seed
 
 pytestmark = pytest.mark.toolchain
 
-CI_SEEDS = range(0, 12)
+# nine programs hold every storage, hazard and construct (checked below) and take waves in
+# five, of both parities: 0, 9, 10 are older programs; 5 and 11 (SHIFT), 18 (DECAY) rebuilt
+# with other values; 3, 8, 13 write under each guard, 8 and 13 advance a cursor
+CI_SEEDS = [0, 3, 5, 8, 9, 10, 11, 13, 18]
 
 
 def test_the_seeds_hold_every_storage_and_hazard():
     programs = [generate(s) for s in CI_SEEDS]
     assert {p.storage for p in programs} == {"turns", "same", "strided"}
     assert {p.hazard for p in programs} == {"none", "above", "stale"}
+
+
+def test_the_seeds_hold_every_construct_of_issue_26():
+    programs = [generate(s) for s in CI_SEEDS]
+    assert {p.guard for p in programs} == {"none", *GUARDS}
+    assert {p.macro_kernel for p in programs} == {"none", *MACRO_KERNELS}
+    assert {p.cursor for p in programs} == set(CURSORS)
+
+
+def test_newer_constructs_are_written_as_real_code():
+    for seed in range(40):
+        p = generate(seed)
+        src = p.source
+        if p.guard == "early_exit":
+            assert "if (step >= len[i]) return;" in src and "ragged<<<" in src
+        if p.guard == "condition":
+            assert "if (t[i] > 0.0625f) out[i] =" in src and "gate<<<" in src
+        if p.guard == "data_bound":
+            assert "for (int r = 0; r < len[i]; ++r) out[i] =" in src and "repeat<<<" in src
+        if p.cursor != "none":
+            loop = src[src.index("for (int step = 0;"):src.index('report("h"')]
+            assert "x + row * H" in loop and "x + step * H" not in loop
+            assert ("int row = (cursor += 1) - 1;" if p.cursor == "statement" else "int row = NEXT_ROW(cursor);") in loop
+            assert 'printf("cursor %d\\n", cursor);' in src
+        if p.macro_kernel != "none":
+            name = MACRO_KERNELS[p.macro_kernel][0]
+            assert f"#ifndef {name}" in src and p.rebuild_defines == (f"{name}={MACRO_KERNELS[p.macro_kernel][2]}",)
+        else:
+            assert not p.rebuild_defines
 
 
 def test_generated_stacked_recurrences_verify():
