@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from sirius.analysis.cfg import Loop, dominates, dominators, natural_loops, structured_order
 from sirius.analysis.ir import Block, Const, Function, Instr, TypeLayout, Value, branch_targets, gep_source_type, split_top_level
-from sirius.analysis.symbolic import Constraint, Expr, SymDiv, eq, ge, lt
+from sirius.analysis.symbolic import Constraint, Expr, FloorDiv, Sym, SymDiv, eq, ge, lt
 
 
 @dataclass(frozen=True)
@@ -264,8 +264,10 @@ class Evaluator:
             return a * (1 << kb)
         if op == "or" and " or disjoint " in f" {v.text} ":
             return a + b
+        if op in ("sdiv", "srem") and kb is not None and kb > 0 and not _nonnegative(a):
+            return None  # C's division truncates: floor only where the dividend is never negative
         if op in ("sdiv", "udiv") and kb is not None and kb > 0:
-            return a.floordiv(kb)  # exact for the non-negative indices it is used on
+            return a.floordiv(kb)
         if op in ("sdiv", "udiv", "srem", "urem") and kb is None:
             return Expr.atom(SymDiv(a, b, is_mod=op in ("srem", "urem")))
         if op in ("lshr", "ashr") and kb is not None and 0 <= kb < 63:
@@ -517,6 +519,25 @@ class Evaluator:
         line = next((b.terminator.loop_line for b in lp.latches if b.terminator.loop_line), None) \
             or next((i.line for i in lp.header.instrs if i.line), None)
         return LoopInfo(lp.name, k, conjunction(constraints), line, lp.header.label, exact)
+
+
+# symbols that never take a negative value: thread and block indices, launch dimensions,
+# loop trip indices (of kernel and host loops, counted from 0)
+_NONNEGATIVE_SYMBOL = re.compile(r"(?:n?t|n?b)[xyz]|[kh]\d+")
+
+
+def _nonnegative(e: Expr) -> bool:
+    """``e`` is at least 0 for every value of its symbols (a sufficient test: non-negative
+    coefficients over symbols, floors and remainders that never are negative)."""
+    for monomial, coefficient in e.terms:
+        if coefficient < 0:
+            return False
+        for atom in monomial:
+            if isinstance(atom, Sym) and not _NONNEGATIVE_SYMBOL.fullmatch(atom.name):
+                return False
+            if isinstance(atom, FloorDiv) and not _nonnegative(atom.num) or isinstance(atom, SymDiv):
+                return False
+    return True
 
 
 def _canonical_exit(stay: Formula, k: str) -> Formula:

@@ -68,10 +68,11 @@ BLOCK_SYNC_HELPER = """static __device__ __forceinline__ void sirius_block_sync(
 
 
 def _fragment(inst: LaunchInstance, decl, removed_barriers: tuple[int, ...] = (), pooled: bool = False,
-              narrow: bool = False) -> str:
+              narrow: bool = False, in_place: bool = False) -> str:
     """The kernel's body as a device function, in the kernel's namespaces (its body names
-    what they hold) and, for a template instance, a template called with the instance's
-    arguments (see ``_body`` for what the passes change in it)."""
+    what they hold; ``in_place``: it is written right after the kernel, inside them already)
+    and, for a template instance, a template called with the instance's arguments (see
+    ``_body`` for what the passes change in it)."""
     shadow = "\n".join([
         "  const uint3 blockIdx = sirius_bid;", "  const uint3 threadIdx = sirius_tid;",
         "  const dim3 blockDim = sirius_bdim;", "  const dim3 gridDim = sirius_gdim;",
@@ -81,15 +82,33 @@ def _fragment(inst: LaunchInstance, decl, removed_barriers: tuple[int, ...] = ()
     params = strip_restrict(decl.params_text.strip())
     sep = ", " if params and params != "void" else ""
     params = "" if params == "void" else params
-    opening = "".join(f"namespace {ns} {{ " if ns else "namespace { " for ns in decl.namespaces)
+    namespaces = () if in_place else decl.namespaces
+    opening = "".join(f"namespace {ns} {{ " if ns else "namespace { " for ns in namespaces)
     template = f"template <{decl.template_params}>\n" if decl.template_params else ""
     return (f"// fragment of kernel {inst.kernel.name}: its body, with its own block and thread indices\n"
             + (opening + "\n" if opening else "") + template +
             f"static __device__ __forceinline__ void {_fragment_name(inst)}(\n"
             f"    const uint3 sirius_bid, const uint3 sirius_tid, const dim3 sirius_bdim, const dim3 sirius_gdim"
             + (", unsigned char* const sirius_pool" if pooled else "")
-            + f"{sep}{params}) {{\n{shadow}\n  {_body(decl, removed_barriers, pooled, narrow)}\n}}\n"
-            + ("}" * len(decl.namespaces) + "\n" if decl.namespaces else ""))
+            + f"{sep}{params}) {{\n{shadow}\n{_line_directive(decl.body_line)}{_body(decl, removed_barriers, pooled, narrow)}\n}}\n"
+            + ("}" * len(namespaces) + "\n" if namespaces else ""))
+
+
+def _line_directive(line: int | None) -> str:
+    """``#line`` for text copied from the program: ``__LINE__`` in it (an error code, an
+    assertion's message) reads as where the program wrote it."""
+    return f"#line {line}\n" if line else ""
+
+
+def _keeping_lines(source: bytes, start: int, end: int, text: str) -> str:
+    """``text`` replacing ``source[start:end]``, so that the lines after it keep their
+    numbers: padded with newlines when it has fewer, else followed by a ``#line``."""
+    old, new = source[start:end].count(b"\n"), text.count("\n")
+    if new < old:
+        return text + "\n" * (old - new)
+    if new > old:
+        return text + "\n" + _line_directive(source[:end].count(b"\n") + 1)
+    return text
 
 
 def _signature(name: str, params: list[str], threads: int | None) -> str:
@@ -442,7 +461,7 @@ def _cell_wave_host(plan, phases: list[KernelIR], guard: str, source: bytes) -> 
             "  " + _cooperative_grid(plan.name, plan.threads, static, dynamic, blocks) +
             "  if (sirius_cells_ok && sirius_coop && sirius_grid > 0) {\n" + launch +
             "  } else { /* sirius: not the values optimized for, or no cooperative launches: the loop as written */\n"
-            f"  {original}\n  }}\n}}")
+            f"{_line_directive(loop.line)}{' ' * (loop.column - 1)}{original}\n  }}\n}}")
 
 
 # a value the host computes has the bits of the constant a generated kernel bakes in
@@ -513,11 +532,12 @@ def _shape_conditions(inst: LaunchInstance) -> list[str]:
     return conds
 
 
-def assumptions(launches, insts) -> list[str]:
+def assumptions(launches, insts, sizes: dict[str, int | None]) -> list[str]:
     """C conditions under which the fused region computes what the original launches did:
     the values the analysis took as constants (launch shapes, integer scalars, distances
-    between pointers into one allocation), as the host evaluates them at run time. A program
-    rebuilt with other sizes falls back to the original launches."""
+    between pointers into one allocation, allocations apart: ``sizes`` in bytes), as the
+    host evaluates them at run time. A program rebuilt with other sizes, or whose pointers
+    land in other allocations, falls back to the original launches."""
     conds: list[str] = []
     reference: dict[str, tuple[int, int, object]] = {}
     for idx in launches:
@@ -532,6 +552,28 @@ def assumptions(launches, insts) -> list[str]:
                 if ref[:2] != (idx, j) and delta is not None:
                     conds.append(f"(const char*)(sirius_a{idx}_{j}) - (const char*)(sirius_a{ref[0]}_{ref[1]}) "
                                  f"== {delta}")
+    starts = {alloc: f"(const char*)(sirius_a{i}_{j}) - {offset.constant_value()}"
+              for alloc, (i, j, offset) in reference.items() if offset.constant_value() is not None}
+    return conds + apart_conditions(starts, sizes, _written(launches, insts))
+
+
+def _written(launches, insts) -> set[str]:
+    """The allocations a write of ``launches`` reaches."""
+    return {m.buffer for i in launches for m in insts[i].maps if m.access.kind != "load"}
+
+
+def apart_conditions(starts: dict[str, str], sizes: dict[str, int | None], written: set[str]) -> list[str]:
+    """C conditions that allocations the analysis told apart are apart at run time (a
+    rebuild may pass one allocation for another: ``out = INPLACE ? x : y``): for each
+    written allocation and each other one, their byte ranges (``starts``: C expressions
+    of their first byte; ``sizes``) do not overlap."""
+    known = sorted(a for a in starts if sizes.get(a))
+    conds = []
+    for k, a in enumerate(known):
+        for b in known[k + 1:]:
+            if a in written or b in written:
+                ua, ub = f"(unsigned long long)({starts[a]})", f"(unsigned long long)({starts[b]})"
+                conds.append(f"({ua} + {sizes[a]}ULL <= {ub} || {ub} + {sizes[b]}ULL <= {ua})")
     return conds
 
 
@@ -647,7 +689,7 @@ def _wave_kernel(k: KernelIR, insts, decls, source: bytes, build: list[str]) -> 
             f"    {k.name}<<<dim3((unsigned)(sirius_hi - sirius_lo + 1) * {per_cell}u), dim3({bx}, {by}, {bz}), "
             f"{k.dynamic_shared}>>>({bases});\n  }}\n"
             "  } else { /* sirius: not the values optimized for: the loop nest as written */\n"
-            f"  {original}\n  }}\n}}")
+            f"{_line_directive(loop.line)}{' ' * (loop.column - 1)}{original}\n  }}\n}}")
     return kernel, host
 
 
@@ -668,6 +710,7 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
     conditions that guard their launches (``macros``: the expansions of the program's
     macros when it was optimized, analysis.build_macros)."""
     macros = macros or {}
+    sizes = {a.name: a.bytes.constant_value() if a.bytes is not None else None for a in model.host.allocations}
     insts = {i.statement.index: i for i in model.launches}
     decls = {idx: model.kernel_decls.get(inst.kernel.mangled) for idx, inst in insts.items()}
     if not kernels:
@@ -681,13 +724,23 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
     narrow = {insts[f.launch].kernel.mangled for k in kernels if k.group.id in block_of
               for lane in k.lanes if lane.threads < block_of[k.group.id]
               for f in lane.fragments if insts[f.launch].kernel.barriers}
+    # a fragment of a kernel of the main file is written right after the kernel: the
+    # program's macros there are those its body was written with (a macro redefined
+    # between kernels, or #undef'd after them, means something else further down)
+    in_place: list[tuple[int, int, str]] = []
     for k in kernels:
         for f in (f for lane in k.lanes for f in lane.fragments):
             name = _fragment_name(insts[f.launch])
             if name not in done:
                 done.add(name)
-                kernels_text.append(_fragment(insts[f.launch], decls[f.launch], f.removed_barriers, f.pooled,
-                                              insts[f.launch].kernel.mangled in narrow))
+                decl = decls[f.launch]
+                here = decl.range.file == model.source.main_file
+                text = _fragment(insts[f.launch], decl, f.removed_barriers, f.pooled,
+                                 insts[f.launch].kernel.mangled in narrow, in_place=here)
+                if here:
+                    in_place.append((decl.range.end_offset, decl.range.end_offset, "\n" + text))
+                else:
+                    kernels_text.append(text)
     fused: dict[int, KernelIR] = {}
     edits: list[tuple[int, int, str]] = []
     phases_of = {region: [k for k in kernels if k.group.id in plan.phases]
@@ -727,7 +780,7 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
             continue
         groups = [g for g in schedule.groups if g.region == region.id]
         last = region.launches[-1]
-        guard = _build_conditions(model, region.launches, macros) + assumptions(region.launches, insts)
+        guard = _build_conditions(model, region.launches, macros) + assumptions(region.launches, insts, sizes)
         guard += [c for g in groups if g.id in fused for c in _folded_conditions(fused[g.id]) if c not in guard]
         for g in groups:
             if g.id in fused:
@@ -769,14 +822,15 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
                "#define sirius_min(a, b) ((a) < (b) ? (a) : (b))\n#define sirius_max(a, b) ((a) > (b) ? (a) : (b))\n"
                "#endif\n" + SAME_BITS_HELPER + STRINGIZE + SAME_TOKENS)
     if schedule.cooperative or schedule.cell_waves:  # first, before the program's own macros can rename it
-        edits.append((0, 0, "#include <cooperative_groups.h>  // sirius: cooperative launches below\n"))
-    if narrow:
-        helpers += BLOCK_SYNC_HELPER
+        # (with the barrier of narrow phases, which fragments written after their kernels call)
+        edits.append((0, 0, "#include <cooperative_groups.h>  // sirius: cooperative launches below\n"
+                      + (BLOCK_SYNC_HELPER if narrow else "")))
     block = ("\n\n// ---- kernels generated by sirius ----\n" + helpers + "\n".join(kernels_text)
              + "// ---- end of generated kernels ----\n").encode()
     edits.append((insert_at, insert_at, block.decode()))
+    edits += in_place  # after the block: at one offset (the last kernel's end) the fragment comes first
     if prototypes:
         edits.append((entry.start_offset, entry.start_offset, "// sirius: fused kernels, defined below\n" + prototypes))
     for start, end, text in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
-        data = data[:start] + text.encode() + data[end:]
+        data = data[:start] + _keeping_lines(source.encode(), start, end, text).encode() + data[end:]
     return data.decode(), list(fused.values())

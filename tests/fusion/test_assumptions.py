@@ -95,3 +95,18 @@ def test_a_macro_only_a_kernel_body_uses_is_checked_when_rebuilt(tmp_path):
     assert _launched(out, tmp_path, "-DSHIFT=300") == ["produce", "consume"]
     proc = sirius("verify", str(program), str(out), "-DSHIFT=300")
     assert proc.returncode == 0 and "result: all equal" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_allocations_told_apart_are_checked_apart(tmp_path):
+    # optimized with INPLACE 0 (relu6 writes y, apart from x); rebuilt with INPLACE 1 it
+    # writes x, which diff reads: the fused launch must not run
+    program = ROOT / "tests" / "fusion" / "programs" / "allocation_by_macro.cu"
+    out = tmp_path / "inplace.opt.cu"
+    proc = sirius("optimize", str(program), "--arrangement", "vertical", "-o", str(out))
+    assert proc.returncode == 0 and "launches per run: 2 -> 1" in proc.stdout, proc.stdout + proc.stderr
+    assert _launched(out, tmp_path) == ["sirius_fused_0"]
+    assert _launched(out, tmp_path, "-DINPLACE=1") == ["relu6", "diff"]
+    proc = sirius("run", str(program), "-DINPLACE=1")
+    expected = proc.stdout
+    proc = sirius("run", str(out), "-DINPLACE=1")
+    assert proc.returncode == 0 and proc.stdout == expected, proc.stdout + proc.stderr

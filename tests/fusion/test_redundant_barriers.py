@@ -117,3 +117,16 @@ def test_a_barrier_ordering_a_store_and_a_byte_read_of_it_stays(tmp_path):
     assert proc.returncode == 0, proc.stderr
     proc = subprocess.run([SIRIUS, "verify", str(path), str(out)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0 and "result: all equal" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_truncating_division_is_no_floor(tmp_path):
+    """C's ``/`` truncates: ``(tx - T) / T + 1`` is 1 for every thread but the first, which
+    read their neighbour's element after the barrier; the barrier stays."""
+    program = Path(__file__).parent / "programs" / "truncating_division.cu"
+    out = tmp_path / "out.cu"
+    proc = subprocess.run([SIRIUS, "optimize", str(program), "-o", str(out)], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0 and "launches per run: 2 -> 1" in proc.stdout, proc.stdout + proc.stderr
+    assert "barrier removed" not in out.read_text()
+    proc = subprocess.run([SIRIUS, "verify", str(program), str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and "result: all equal" in proc.stdout, proc.stdout + proc.stderr
