@@ -461,7 +461,9 @@ def find_repetition(model: ProgramModel) -> Repetition | NotALoop | None:
             return why("the loop statement (with its own iterator variable) is not found in the source")
         if any(kind not in ("decl", "launch") for kind, _ in loop.body) or \
                 sum(kind == "launch" for kind, _ in loop.body) != len(launches):
-            return why("the loop body holds statements other than declarations and launches")
+            return why("the loop body holds statements other than declarations and launches that change nothing")
+        if not loop.header_pure:
+            return why("the loop's condition or increment changes more than its iterator")
         dom = host_domain(launches[0])
         if dom is None or not dom.is_bounded() or dom.is_empty() or dom.dim_min_val(0).to_python() != 0 or \
                 not dom.is_equal(isl.Set(f"{{ [{info.iterator}] : 0 <= {info.iterator} <= "

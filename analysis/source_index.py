@@ -9,7 +9,7 @@ the IR models (compiled with line tables) can be joined to it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import re
@@ -98,6 +98,9 @@ class ForLoop:
     # ("launch", range), ("for", range), or ("other", range)
     body: tuple[tuple[str, SourceRange], ...]
     iterator: str | None = None  # the variable the init statement declares: for (int s = 0; ...)
+    # its condition and increment change nothing but the iterator (code that runs the
+    # loop's text twice, the waves' check before the loop, would repeat any other effect)
+    header_pure: bool = True
 
 
 @dataclass(frozen=True)
@@ -127,10 +130,12 @@ class SourceIndex:
     # through another macro); which of them take arguments
     macros: dict[str, tuple[str, ...]] = field(default_factory=dict)
     function_like_macros: set[str] = field(default_factory=set)
+    redefined_macros: set[str] = field(default_factory=set)  # defined twice, #undef'd or pushed
 
-    def macros_in(self, ranges: list[SourceRange]) -> list[str]:
-        """The program's object-like macros used in ``ranges``, directly or through the
-        definition of another macro used there, in order of first use."""
+    def macros_in(self, ranges: list[SourceRange], objects_only: bool = True) -> list[str]:
+        """The program's object-like macros (all, without ``objects_only``) used in
+        ``ranges``, directly or through the definition of another macro used there, in
+        order of first use."""
         found: list[str] = []
         work = [u.name for u in self.macro_uses
                 if any(r.file == u.file and r.start_offset <= u.offset < r.end_offset for r in ranges)]
@@ -140,7 +145,7 @@ class SourceIndex:
                 continue
             found.append(name)
             work.extend(n for n in self.macros[name] if n in self.macros)
-        return [n for n in found if n not in self.function_like_macros]
+        return [n for n in found if not objects_only or n not in self.function_like_macros]
 
     def visible_from(self, decl: KernelDecl) -> int | None:
         """The first offset in the main file where ``decl``'s kernel is declared (None for a
@@ -245,21 +250,34 @@ def _pure_declaration(stmt, changing_macros: frozenset[str]) -> bool:
     judged on clang's AST, so ``int row = (cursor += 1) - 1;`` is not pure however it is
     spelled. No call, compound assignment, ``new``/``delete``, increment, decrement or
     assignment in them, and no macro (``changing_macros``) whose expansion has one."""
-    for node in stmt.walk_preorder():
-        kind = node.kind
-        if kind == ci.CursorKind.CALL_EXPR and node.spelling or kind in _EFFECT_NODES:
+    return _changes_only(stmt, frozenset(), changing_macros)
+
+
+def _changes_only(node, variables: frozenset[str], changing_macros: frozenset[str], scan: bool = True) -> bool:
+    """``node`` (clang's AST) changes nothing but ``variables``: no call, ``new``/``delete``,
+    and assignments, increments and decrements only of those variables (named directly);
+    no macro of ``changing_macros`` in its text."""
+    for n in node.walk_preorder():
+        kind = n.kind
+        if kind == ci.CursorKind.CALL_EXPR and n.spelling or kind in _EFFECT_NODES[1:]:
             return False
-        if kind == ci.CursorKind.UNARY_OPERATOR and any(t.spelling in ("++", "--") for t in node.get_tokens()):
-            return False
+        changes = kind == ci.CursorKind.COMPOUND_ASSIGNMENT_OPERATOR
+        if kind == ci.CursorKind.UNARY_OPERATOR:
+            changes = any(t.spelling in ("++", "--") for t in n.get_tokens())
         if kind == ci.CursorKind.BINARY_OPERATOR:
-            children = list(node.get_children())
-            tokens = [t.spelling for t in node.get_tokens()]
+            children = list(n.get_children())
+            tokens = [t.spelling for t in n.get_tokens()]
             at = len(list(children[0].get_tokens())) if children else 0
             # the operator follows its left operand's tokens (inside a macro's expansion the
             # node's tokens are the macro's use: the macro's definition decides below)
-            if at < len(tokens) and tokens[at] == "=":
+            changes = at < len(tokens) and tokens[at] == "="
+        if changes:
+            target = next(iter(n.get_children()), None)
+            if target is None or target.kind != ci.CursorKind.DECL_REF_EXPR or target.spelling not in variables:
                 return False
-    return not any(t.spelling in changing_macros for t in stmt.get_tokens())
+    # (a node a macro wrote has the tokens of the macro's definition: ``scan`` off, the
+    # caller scans the statement's own tokens)
+    return not scan or not any(t.spelling in changing_macros for t in node.get_tokens())
 
 
 def _changing_macros(tu) -> frozenset[str]:
@@ -306,7 +324,13 @@ def _loop_body(for_stmt, changing_macros: frozenset[str]) -> tuple[tuple[str, So
         if st.kind == ci.CursorKind.DECL_STMT:
             out.append(("decl" if _pure_declaration(st, changing_macros) else "other", _range(st)))
         elif _is_launch(st):
-            out.append(("launch", _range(st)))
+            # its arguments are evaluated twice too (the waves' check, then the loop as written)
+            args = list(st.get_children())[2:] if st.kind == ci.CursorKind.CALL_EXPR else [st]
+            tokens = [t.spelling for t in st.get_tokens()]
+            written = tokens[tokens.index(">>>") + 1:] if ">>>" in tokens else tokens
+            pure = all(_changes_only(a, frozenset(), changing_macros, scan=False) for a in args) \
+                and not changing_macros & set(written)
+            out.append(("launch" if pure else "other", _range(st)))
         elif st.kind == ci.CursorKind.FOR_STMT:
             out.append(("for", _range(st)))
         else:
@@ -388,6 +412,9 @@ def _kernel_decl(c, source: bytes, main_file: str, **instance) -> KernelDecl:
     unnamed = next((t for _, t in params if any(u in t for u in _UNNAMED)), None)
     if unwritable is None and unnamed is not None:
         unwritable = f"a parameter's type {unnamed} has no name it can be written with outside the kernel"
+    if unwritable is None and body is not None and re.search(r"^[ \t]*#(?![ \t]*pragma\b)", _text(source, body), re.M):
+        # (#pragma unroll is the same in a copy)
+        unwritable = "its body holds a preprocessor directive, which would act again where a copy is written"
     return KernelDecl(c.spelling, instance.pop("stub", c.mangled_name or c.spelling), params, _range(c),
                       _params_text(source, c, body), _text(source, body) if body else "",
                       tuple(sorted(_callees_reading_indices(body, main_file))) if body else (),
@@ -430,7 +457,23 @@ def _template_instance(pattern, instance, source: bytes, main_file: str) -> Kern
                         template_params=", ".join(texts), template_args=tuple(args), unwritable=problem)
 
 
-def _index_macros(tu, defines: tuple[str, ...], out: SourceIndex) -> None:
+def _with_unwritable_macros(decl: KernelDecl, index: SourceIndex) -> KernelDecl:
+    """``decl``, not to be written again when the macros its definition uses say so: one
+    expanding to ``__COUNTER__`` (a copy takes other values), or one the program defines
+    again or #undefs (the value at the kernel is not the one a run-time check sees)."""
+    if decl.unwritable is not None:
+        return decl
+    used = index.macros_in([decl.range], objects_only=False)
+    if "__COUNTER__" in decl.body_text or any("__COUNTER__" in index.macros[m] for m in used):
+        return replace(decl, unwritable="it uses __COUNTER__, which a copy of it would expand to other values")
+    unstable = next((m for m in used if m in index.redefined_macros and m not in index.function_like_macros), None)
+    if unstable is not None:
+        return replace(decl, unwritable=f"it uses the macro {unstable}, which the program defines again or "
+                                        "#undefs: a rebuild with another value could not be told")
+    return decl
+
+
+def _index_macros(tu, defines: tuple[str, ...], out: SourceIndex, source: str) -> None:
     """The program's own macros (``#define`` in its files, ``-D`` on the command line) and
     where its files use them (a use inside another macro's expansion is not a cursor:
     ``macros_in`` follows definitions instead)."""
@@ -440,8 +483,12 @@ def _index_macros(tu, defines: tuple[str, ...], out: SourceIndex) -> None:
         out.macros[bare] = tuple(re.findall(r"[A-Za-z_]\w*", value))
         if bare != name:
             out.function_like_macros.add(bare)
+    out.redefined_macros = set(re.findall(r"^[ \t]*#[ \t]*undef[ \t]+(\w+)", source, re.M))
+    out.redefined_macros |= set(re.findall(r"push_macro[ \t]*\([ \t]*\"(\w+)\"", source))
     for c in tu.cursor.get_children():
         user = c.location.file is not None and not c.location.is_in_system_header
+        if c.kind == ci.CursorKind.MACRO_DEFINITION and user and c.spelling in out.macros:
+            out.redefined_macros.add(c.spelling)
         if c.kind == ci.CursorKind.MACRO_DEFINITION and user and c.spelling not in given:
             tokens = list(c.get_tokens())
             function_like = len(tokens) > 1 and tokens[1].spelling == "(" \
@@ -531,8 +578,11 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
                 visit(c, c.spelling)
                 continue
             if kind == ci.CursorKind.FOR_STMT and function is not None:
-                out.for_loops.append(ForLoop(_range(c), function, _loop_body(c, changing_macros),
-                                             _loop_iterator(c)))
+                iterator = _loop_iterator(c)
+                header = list(c.get_children())[:-1]
+                pure = all(_changes_only(h, frozenset({iterator} if iterator else ()), changing_macros)
+                           for h in header)
+                out.for_loops.append(ForLoop(_range(c), function, _loop_body(c, changing_macros), iterator, pure))
             if kind == ci.CursorKind.CALL_EXPR and function is not None:
                 children = list(c.get_children())
                 if len(children) >= 2 and children[1].kind == ci.CursorKind.CALL_EXPR \
@@ -558,7 +608,8 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
 
     visit(tu.cursor, None)
     if bodies:
-        _index_macros(tu, job.flags.defines, out)
+        _index_macros(tu, job.flags.defines, out, source.decode("utf-8", "replace"))
+        out.kernels = {stub: _with_unwritable_macros(d, out) for stub, d in out.kernels.items()}
     for stub, target in instances.items():
         pattern = templates.get((str(target.location.file), target.location.line, target.location.column))
         if pattern is not None:

@@ -120,6 +120,8 @@ def plan_wavefront(model: ProgramModel, uar: UAR, region: Region, group: FusionG
         return why("the outer loop holds more than the inner loop")
     if outer_loop.iterator is None or inner_loop.iterator is None:
         return why("a loop does not declare its own iterator variable")
+    if not (outer_loop.header_pure and inner_loop.header_pure):
+        return why("a loop's condition or increment changes more than its iterator")
     if any(k not in ("decl", "launch") for k, _ in inner_loop.body) or \
             sum(k == "launch" for k, _ in inner_loop.body) != len(group.launches):
         return why("the loop body holds statements other than declarations and the fused launches")

@@ -286,7 +286,8 @@ def rearrange(state: OptimizeState, arrangement: str, passes: tuple[str, ...] | 
                           state.cooperative if cooperative is None else cooperative,
                           state.policy if policy is None else policy,
                           state.persistent if persistent is None else persistent,
-                          source=state.source, model=state.model, uar=state.uar)
+                          source=state.source, model=state.model, uar=state.uar,
+                          macro_expansions=state.macro_expansions)
     _schedule(other)
     _wavefront(other)
     _cell_waves(other)

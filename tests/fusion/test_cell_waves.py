@@ -244,3 +244,19 @@ def test_a_declaration_with_a_side_effect_keeps_the_loop_as_written(tmp_path, de
     verify = subprocess.run([SIRIUS, "verify", str(path), str(out), "-DSIRIUS_COOPERATIVE_MAX_BLOCKS=0"],
                             capture_output=True, text=True)
     assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
+
+
+@pytest.mark.parametrize("edit", [
+    # the loop header counts something besides its iterator
+    ("for (int step = 0; step < STEPS; ++step) {", "for (int step = 0; step < STEPS; ++step, ++cursor) {"),
+    # a launch argument with a side effect (the check before the loop evaluates it too)
+    ("update<<<1, H>>>(h_next, t0);", "update<<<1, H>>>(h_next + 0 * (cursor++), t0);"),
+])
+def test_effects_in_the_loop_header_or_a_launch_argument_keep_the_loop_as_written(tmp_path, edit):
+    text = PROGRAM.read_text().replace("int main() {", "int main() {\n  int cursor = 0;")
+    text = text.replace(*edit).replace('  printf("checksum %.6f\\n", check);',
+                                       '  printf("checksum %.6f %d\\n", check, cursor);')
+    path = tmp_path / "effects.cu"
+    path.write_text(text)
+    state = planned(path)
+    assert not state.schedule.cell_waves
