@@ -352,3 +352,30 @@ def test_every_binary_is_built_once_and_a_failed_build_belongs_to_its_row(tmp_pa
     timed = gpu_bench.requests_of(rows[3])["optimized", "time"]
     assert isinstance(built[timed], SiriusError) and "expected a ;" in str(built[timed])
     assert "-cudart shared" in " ".join(timed.command("nvcc", manifest, Path("x")))
+
+
+def test_a_build_cache_builds_the_same_text_once_across_runs(tmp_path):
+    """Two prepared folders copy one original (and one of them a fused program): with a build
+    cache the second run builds only what the first did not, and a source whose text changed
+    is built again."""
+    log = tmp_path / "nvcc.log"
+    nvcc = tmp_path / "nvcc"
+    nvcc.write_text("#!/bin/sh\n"
+                    f"echo \"$@\" >> {log}\n"
+                    "while [ \"$1\" != -o ]; do shift; done; echo built > \"$2\"\n")
+    nvcc.chmod(0o755)
+    cache = tmp_path / "cache"
+    builds = []
+    for mode, fused_text in (("default", "int main() { return 1; }\n"), ("cooperative", "int main() { return 2; }\n")):
+        folder = tmp_path / mode
+        folder.mkdir()
+        (folder / "p.orig.cu").write_text("int main() { return 0; }\n")
+        (folder / "p.opt.cu").write_text(fused_text)
+        rows = [BenchProgram("p", "p.cu", folder / "p.orig.cu", folder / "p.opt.cu")]
+        manifest = gpu_bench.Manifest(folder, "sm_90", "c++17", None, tuple(rows))
+        before = len(log.read_text().splitlines()) if log.exists() else 0
+        built = gpu_bench.build_all(rows, manifest, str(nvcc), folder, jobs=2, cache=cache)
+        builds.append(len(log.read_text().splitlines()) - before)
+        assert all(p.read_text() == "built\n" for p in built.values())
+    assert builds == [4, 2]  # the original, judged and timed, came from the cache the second time
+    assert len(list(cache.iterdir())) == 6

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
 import importlib.util
 import json
 import os
@@ -271,6 +272,7 @@ class BenchOptions:
     torch: bool = True
     cuda_path: str | None = None
     command: str = ""
+    build_cache: Path | None = None  # binaries kept by source text and nvcc command, across runs
 
 
 @dataclass(frozen=True)
@@ -333,7 +335,7 @@ def run_bench(folder: Path, options: BenchOptions = BenchOptions(), progress=Non
         bandwidth, bandwidth_note = _measure_bandwidth(nvcc, manifest.arch, work, options.timeout_s)
         notes = [bandwidth_note] if bandwidth_note else []
         say(f"building {len(manifest.programs)} programs with nvcc, in parallel")
-        built = build_all(manifest.programs, manifest, nvcc, work)
+        built = build_all(manifest.programs, manifest, nvcc, work, cache=options.build_cache)
         for k, program in enumerate(manifest.programs, start=1):
             say(f"[{k}/{len(manifest.programs)}] {program.name}")
             if program.error is not None:
@@ -387,19 +389,37 @@ def requests_of(program: BenchProgram) -> dict[tuple[str, str], BuildRequest]:
             for purpose in ("judge", "time")}
 
 
+def _cache_key(request: BuildRequest, nvcc: str, manifest: Manifest) -> str:
+    """The source's text and the nvcc command with the source's place left out: the same
+    program prepared into several folders (the original of every mode) is built once. The
+    headers it includes are not part of the key, so a cache serves runs over one tree."""
+    command = request.command(nvcc, manifest, Path("-"))
+    command.remove(str(request.source))
+    digest = hashlib.sha256(request.source.read_bytes())
+    digest.update("\0".join(command).encode())
+    return digest.hexdigest()[:32]
+
+
 def build_all(programs: Sequence[BenchProgram], manifest: Manifest, nvcc: str, work: Path,
-              jobs: int | None = None) -> dict[BuildRequest, Path | SiriusError]:
+              jobs: int | None = None, cache: Path | None = None) -> dict[BuildRequest, Path | SiriusError]:
     """Every binary the rows need, built once each (a candidate equal to another, or the
     original that every tuning row shares) and in parallel: nvcc is most of a bench's
-    time and the GPU waits for none of it. A failed build is its error, for its row."""
+    time and the GPU waits for none of it. A failed build is its error, for its row. With
+    ``cache``, a binary built before from the same text and command is taken from there."""
     wanted = {r for p in programs if p.error is None for r in requests_of(p).values()}
 
     def build(k: int, request: BuildRequest) -> Path | SiriusError:
+        kept = cache / f"{_cache_key(request, nvcc, manifest)}.{request.purpose}" if cache else None
+        if kept is not None and kept.is_file():
+            return kept
         binary = work / f"b{k}.{request.purpose}"
         proc = subprocess.run(request.command(nvcc, manifest, binary), capture_output=True, text=True)
         if proc.returncode != 0:
             return SiriusError(f"nvcc cannot build {request.source.name}"
                                f"{' for timing' if request.purpose == 'time' else ''}: {proc.stderr.strip()[-1200:]}")
+        if kept is not None:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(binary, kept)
         return binary
 
     ordered = sorted(wanted, key=lambda r: (str(r.source), r.purpose))
@@ -713,6 +733,10 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", type=int, default=3, help="warm-up repetitions per mode (default 3)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per program run (default 900)")
     parser.add_argument("--no-torch", action="store_true", help="leave out the PyTorch equivalents")
+    parser.add_argument("--build-cache", metavar="DIR", help="keep the binaries here and take one built before from "
+                                                             "the same source text and nvcc command (runs over "
+                                                             "several prepared folders of one tree build each "
+                                                             "original once)")
 
 
 def options_from_args(args: argparse.Namespace, command: str) -> BenchOptions:
@@ -721,7 +745,8 @@ def options_from_args(args: argparse.Namespace, command: str) -> BenchOptions:
     if args.reps < 1 or args.warmup < 0:
         raise InputError("error: --reps must be at least 1 and --warmup at least 0")
     return BenchOptions(args.rtol, args.atol, args.reps, args.warmup, args.timeout, not args.no_torch,
-                        getattr(args, "cuda_path", None), command)
+                        getattr(args, "cuda_path", None), command,
+                        Path(args.build_cache).resolve() if args.build_cache else None)
 
 
 def output_path(path: str | None, option: str) -> Path | None:
