@@ -335,13 +335,13 @@ def test_every_binary_is_built_once_and_a_failed_build_belongs_to_its_row(tmp_pa
     nvcc.write_text("#!/bin/sh\n"
                     f"echo \"$@\" >> {log}\n"
                     "for last; do :; done\n"
-                    "case \"$*\" in *broken.cu*) echo 'broken.cu(1): error: expected a ;' >&2; exit 1;; esac\n"
+                    "case \"$*\" in *broken*) echo 'broken.cu(1): error: expected a ;' >&2; exit 1;; esac\n"
                     "while [ \"$1\" != -o ]; do shift; done; touch \"$2\"\n")
     nvcc.chmod(0o755)
     sources = {name: tmp_path / f"{name}.cu" for name in ("original", "fused", "broken")}
     for path in sources.values():
         path.write_text("int main() { return 0; }\n")
-    rows = [BenchProgram(name, name, sources["original"], sources[file])
+    rows = [BenchProgram(name, "prog.cu", sources["original"], sources[file])
             for name, file in (("original", "original"), ("a", "fused"), ("b", "fused"), ("c", "broken"))]
     manifest = gpu_bench.Manifest(tmp_path, "sm_90", "c++17", None, tuple(rows))
     built = gpu_bench.build_all(rows, manifest, str(nvcc), tmp_path, jobs=2)
@@ -379,3 +379,43 @@ def test_a_build_cache_builds_the_same_text_once_across_runs(tmp_path):
         assert all(p.read_text() == "built\n" for p in built.values())
     assert builds == [4, 2]  # the original, judged and timed, came from the cache the second time
     assert len(list(cache.iterdir())) == 6
+
+
+def test_results_that_differ_only_by_contraction_are_judged_again_with_fmad_false(tmp_path):
+    """A fused kernel may let nvcc contract ``b * f + c * q`` into another fma than the
+    original's: bit-exact with -fmad=false, the row is FMA (times stand), not WRONG; a
+    difference that stays with -fmad=false is WRONG. Both programs are compiled under the
+    original's file name, so that __FILE__ reads the same."""
+    dumps = tmp_path / "dumps"
+    dumps.mkdir()
+    (dumps / "plain.dump").write_bytes(dump_record(0, struct.pack("<2f", 1.0, 2.0)))
+    (dumps / "other.dump").write_bytes(dump_record(0, struct.pack("<2f", 1.0, 2.5)))
+    names = tmp_path / "names.log"
+    nvcc = tmp_path / "nvcc"
+    nvcc.write_text("#!/bin/sh\n"
+                    "strict=; case \"$*\" in *-fmad=false*) strict=1;; esac\n"
+                    "while [ \"$1\" != -o ]; do src=$1; shift; done\n"
+                    f"head -n 1 \"$src\" >> {names}\n"
+                    "kind=plain\n"
+                    "grep -q CONTRACTS \"$src\" && [ -z \"$strict\" ] && kind=other\n"
+                    "grep -q DIFFERS \"$src\" && kind=other\n"
+                    f"printf '#!/bin/sh\\ncp {dumps}/%s.dump \"$SIRIUS_DUMP\"\\n' $kind > \"$2\"; chmod +x \"$2\"\n")
+    nvcc.chmod(0o755)
+    results = {}
+    for case in ("CONTRACTS", "DIFFERS"):
+        folder = tmp_path / case
+        folder.mkdir()
+        (folder / "p.orig.cu").write_text("int main() {}\n")
+        (folder / "p.opt.cu").write_text(f"// {case}\nint main() {{}}\n")
+        program = BenchProgram("p", "src/p.cu", folder / "p.orig.cu", folder / "p.opt.cu")
+        manifest = gpu_bench.Manifest(folder, "sm_90", "c++17", None, (program,))
+        built = gpu_bench.build_all([program], manifest, str(nvcc), folder, jobs=1)
+        verdict = gpu_bench._judge(program, built, BenchOptions(), str(nvcc), manifest, folder)
+        results[case] = gpu_bench.build_row(program, Timing(10.0, 5.0), Timing(5.0, 2.5), verdict, None)
+    fma, wrong = results["CONTRACTS"], results["DIFFERS"]
+    assert fma.result == "FMA" and "bit-exact with -fmad=false" in fma.verdict.detail and fma.speedup_graph == 2.0
+    assert wrong.result == "WRONG" and wrong.speedup_graph is None
+    assert set(names.read_text().splitlines()) == {'#line 1 "p.cu"'}
+    facts = MachineFacts("GPU")
+    assert BenchResult(facts, None, (fma,)).exit_status == 0 and BenchResult(facts, None, (wrong,)).exit_status == 1
+    assert "p: FMA, the times stand" in render_table(BenchResult(facts, None, (fma,)))

@@ -22,7 +22,8 @@ For the BERT and LSTM models, PyTorch equivalents at the same sizes add rows
 Nothing here needs islpy, llvmlite or libclang: the GPU machine may have only Python 3, nvcc and
 the GPU. Run it there as ``PYTHONPATH=. python3 -m sirius.tuning.gpu_bench DIR [--json FILE]
 [--plot FILE.png]``. Exit status: 0 when every program agrees and was measured, 1 when one gives
-other results (WRONG), 2 when there is no GPU, the manifest is missing, or a program cannot be
+other results (WRONG; a row whose results differ only by where nvcc contracted a multiply and an
+add, bit-exact when both are built with -fmad=false, is FMA and does not fail), 2 when there is no GPU, the manifest is missing, or a program cannot be
 built or run.
 """
 
@@ -166,6 +167,7 @@ class Verdict:
     equal: bool
     detail: str
     max_abs_diff: float | None = None
+    contraction: bool = False  # unequal, but bit-exact when both are built with -fmad=false
 
 
 @dataclass(frozen=True)
@@ -194,6 +196,8 @@ class BenchRow:
             return "ERROR"
         if self.verdict is None:
             return "-"
+        if self.verdict.contraction:
+            return "FMA"
         return "equal" if self.verdict.equal else "WRONG"
 
 
@@ -212,7 +216,7 @@ def build_row(program: BenchProgram, original: Timing | None, optimized: Timing 
     """The row of ``program`` from what was measured: a row whose results differ (or that
     failed) claims no speedup and no fraction of the floor."""
     error = error if error is not None else program.error
-    claim = (error is None and verdict is not None and verdict.equal
+    claim = (error is None and verdict is not None and (verdict.equal or verdict.contraction)
              and not (original and original.incomplete) and not (optimized and optimized.incomplete))
     o, p = original or Timing(None, None), optimized or Timing(None, None)
     floor_us = (round(program.compulsory_bytes / (bandwidth_gbps * 1e3), 3)
@@ -345,7 +349,7 @@ def run_bench(folder: Path, options: BenchOptions = BenchOptions(), progress=Non
             folder_k.mkdir()
             verdict = original = optimized = error = None
             try:
-                verdict = _judge(program, built, options, folder_k)
+                verdict = _judge(program, built, options, nvcc, manifest, folder_k)
                 original_run = _time(harness, library, "original", program, built, options, folder_k)
                 optimized_run = _time(harness, library, "optimized", program, built, options, folder_k)
                 device = device or _field(original_run, "device")
@@ -368,23 +372,40 @@ def _run(binary: Path, env: dict[str, str], cwd: Path, timeout: float) -> subpro
 @dataclass(frozen=True)
 class BuildRequest:
     """One binary a row needs: a program built with the dump header (to judge its results) or
-    with the shared runtime (to time it under the harness)."""
+    with the shared runtime (to time it under the harness). Original and optimized are
+    compiled under one file name (``name``, through a ``#line``), so that ``__FILE__`` reads
+    the same in both; ``fmad=False`` builds with ``-fmad=false`` (no contraction of a
+    multiply and an add into one rounding)."""
 
     source: Path
     purpose: str  # "judge" or "time"
     include_dirs: tuple[Path, ...]
     defines: tuple[str, ...]
+    name: str = ""
+    fmad: bool = True
+
+    @property
+    def compiled(self) -> Path:
+        """The copy nvcc compiles: beside the source, so that its quoted includes resolve."""
+        variant = "" if self.fmad else ".nofmad"
+        return self.source.with_name(f".{self.source.stem}.{self.purpose}{variant}.cu")
+
+    def write_copy(self) -> None:
+        name = (self.name or self.source.name).replace("\\", "/").replace('"', "")
+        self.compiled.write_text(f'#line 1 "{name}"\n' + self.source.read_text())
 
     def command(self, nvcc: str, manifest: Manifest, binary: Path) -> list[str]:
         cmd = [nvcc, "-O2", f"-std={manifest.std}", f"-arch={manifest.arch}"]
         cmd += ["-include", str(gpu.DUMP_HEADER)] if self.purpose == "judge" else ["-cudart", "shared"]
+        cmd += [] if self.fmad else ["-fmad=false"]
         cmd += [f"-I{d}" for d in self.include_dirs] + [f"-D{d}" for d in self.defines]
-        return cmd + [str(self.source), "-o", str(binary)]
+        return cmd + [str(self.compiled), "-o", str(binary)]
 
 
-def requests_of(program: BenchProgram) -> dict[tuple[str, str], BuildRequest]:
+def requests_of(program: BenchProgram, fmad: bool = True) -> dict[tuple[str, str], BuildRequest]:
     """(role, purpose) -> the build a row needs: original and optimized, judged and timed."""
-    return {(role, purpose): BuildRequest(source, purpose, program.include_dirs, program.defines)
+    name = Path(program.source).name
+    return {(role, purpose): BuildRequest(source, purpose, program.include_dirs, program.defines, name, fmad)
             for role, source in (("original", program.original), ("optimized", program.optimized))
             for purpose in ("judge", "time")}
 
@@ -394,8 +415,9 @@ def _cache_key(request: BuildRequest, nvcc: str, manifest: Manifest) -> str:
     program prepared into several folders (the original of every mode) is built once. The
     headers it includes are not part of the key, so a cache serves runs over one tree."""
     command = request.command(nvcc, manifest, Path("-"))
-    command.remove(str(request.source))
+    command.remove(str(request.compiled))
     digest = hashlib.sha256(request.source.read_bytes())
+    digest.update(request.name.encode() + b"\0")
     digest.update("\0".join(command).encode())
     return digest.hexdigest()[:32]
 
@@ -407,12 +429,18 @@ def build_all(programs: Sequence[BenchProgram], manifest: Manifest, nvcc: str, w
     time and the GPU waits for none of it. A failed build is its error, for its row. With
     ``cache``, a binary built before from the same text and command is taken from there."""
     wanted = {r for p in programs if p.error is None for r in requests_of(p).values()}
+    return build_all_requests(sorted(wanted, key=lambda r: (str(r.source), r.purpose)), manifest, nvcc, work,
+                              jobs, cache)
 
+
+def build_all_requests(ordered: Sequence[BuildRequest], manifest: Manifest, nvcc: str, work: Path,
+                       jobs: int | None = None, cache: Path | None = None) -> dict[BuildRequest, Path | SiriusError]:
     def build(k: int, request: BuildRequest) -> Path | SiriusError:
         kept = cache / f"{_cache_key(request, nvcc, manifest)}.{request.purpose}" if cache else None
         if kept is not None and kept.is_file():
             return kept
-        binary = work / f"b{k}.{request.purpose}"
+        binary = work / f"b{k}.{request.purpose}{'' if request.fmad else '.nofmad'}"
+        request.write_copy()
         proc = subprocess.run(request.command(nvcc, manifest, binary), capture_output=True, text=True)
         if proc.returncode != 0:
             return SiriusError(f"nvcc cannot build {request.source.name}"
@@ -422,7 +450,6 @@ def build_all(programs: Sequence[BenchProgram], manifest: Manifest, nvcc: str, w
             shutil.copy2(binary, kept)
         return binary
 
-    ordered = sorted(wanted, key=lambda r: (str(r.source), r.purpose))
     with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
         return dict(zip(ordered, pool.map(build, range(len(ordered)), ordered)))
 
@@ -434,19 +461,37 @@ def _binary(built: dict[BuildRequest, Path | SiriusError], request: BuildRequest
     return result
 
 
-def _judge(program: BenchProgram, built: dict, options: BenchOptions, work: Path) -> Verdict:
-    """Both programs, built with the dump header, run once without the harness."""
+def _judge_once(program: BenchProgram, binaries: dict[str, Path], options: BenchOptions, work: Path) -> Verdict:
     runs = {}
     for role in ("original", "optimized"):
         dump = work / f"{role}.dump"
-        binary = _binary(built, requests_of(program)[role, "judge"])
-        runs[role] = (_run(binary, {"SIRIUS_DUMP": str(dump)}, work, options.timeout_s), dump)
+        runs[role] = (_run(binaries[role], {"SIRIUS_DUMP": str(dump)}, work, options.timeout_s), dump)
     (a, dump_a), (b, dump_b) = runs["original"], runs["optimized"]
     if a.returncode != 0:  # nothing to compare against: the row is an error, not a wrong result
         raise SiriusError(f"the original program exits with status {a.returncode}: {a.stderr.strip()[-800:]}")
     return judge_dumps(dump_a, dump_b, stdout_original=a.stdout, stdout_optimized=b.stdout,
                        status_original=a.returncode, status_optimized=b.returncode,
                        rtol=options.rtol, atol=options.atol)
+
+
+def _judge(program: BenchProgram, built: dict, options: BenchOptions, nvcc: str, manifest: Manifest,
+           work: Path) -> Verdict:
+    """Both programs, built with the dump header, run once without the harness. Where they
+    differ, both are built again with ``-fmad=false`` and judged again: equal there, the
+    difference is only where nvcc chose to contract a multiply and an add into one rounding
+    (in a fused kernel it sees other code around the same expression and may choose
+    otherwise; both are results the program allows), which the verdict says."""
+    binaries = {role: _binary(built, requests_of(program)[role, "judge"]) for role in ("original", "optimized")}
+    verdict = _judge_once(program, binaries, options, work)
+    if verdict.equal:
+        return verdict
+    strict = {role: requests_of(program, fmad=False)[role, "judge"] for role in ("original", "optimized")}
+    rebuilt = build_all_requests(list(strict.values()), manifest, nvcc, work, cache=options.build_cache)
+    without = _judge_once(program, {role: _binary(rebuilt, r) for role, r in strict.items()}, options, work)
+    if not without.equal:
+        return verdict
+    return Verdict(False, f"{verdict.detail}; bit-exact with -fmad=false (both programs): the results differ "
+                          f"only where nvcc contracted a multiply and an add", verdict.max_abs_diff, contraction=True)
 
 
 def _time(harness, library: Path, role: str, program: BenchProgram, built: dict, options: BenchOptions,
@@ -592,6 +637,8 @@ def render_table(result: BenchResult) -> str:
     for r in result.rows:
         if r.error:
             lines.append(f"{r.program}: ERROR: {r.error.splitlines()[0] if r.error.splitlines() else r.error}")
+        elif r.verdict is not None and r.verdict.contraction:
+            lines.append(f"{r.program}: FMA, the times stand: {r.verdict.detail}")
         elif r.verdict is not None and not r.verdict.equal:
             lines.append(f"{r.program}: WRONG, no speedup claimed: {r.verdict.detail}")
         for tag, t in (("original", r.original), ("optimized", r.optimized)):
@@ -608,7 +655,8 @@ def render_table(result: BenchResult) -> str:
                   "honest baseline: the original replayed as a CUDA Graph also saves launch overhead without fusing; "
                   "'predicted direct' is the cost model's speedup direct (sirius/tuning/cost_model.py), not measured; "
                   "floor = compulsory DRAM bytes / measured bandwidth, 'of floor' = floor / the optimized program's "
-                  "best time; a WRONG or ERROR row claims no speedup"]
+                  "best time; a WRONG or ERROR row claims no speedup; FMA: the results differ under nvcc's default "
+                  "-fmad=true but are bit-exact when both programs are built with -fmad=false"]
     return "\n".join(lines) + "\n"
 
 
