@@ -286,7 +286,8 @@ def statement_costs(model, registers: dict[str, int] | None = None) -> Statement
             elements = _box_elements(rng)
             global_bytes += min(caps + ([elements] if elements is not None else [])) * unit_of[buffer]
         barriers = len(inst.kernel.barriers)  # each counted once: a barrier in a loop is undercounted
-        shared = sum(a.bytes or 0 for a in inst.kernel.shared)
+        dynamic = (inst.statement.shmem.constant_value() if inst.statement.shmem else None) or 0
+        shared = sum(a.bytes or 0 for a in inst.kernel.shared if not a.dynamic) + dynamic
         costs.runs[idx] = runs
         costs.shapes[idx] = LaunchShape(inst.kernel.name, blocks, threads, shared, global_bytes,
                                         replace(work, barriers=float(barriers)),
@@ -343,12 +344,31 @@ def registers_of(state) -> dict[str, int]:
     return out
 
 
-def _cooperative_shape(name: str, threads: int, phases: tuple[LaunchShape, ...],
+def _cooperative_shape(name: str, threads: int, phases: tuple[LaunchShape, ...], shared_bytes: int,
                        registers: dict[str, int]) -> LaunchShape:
-    """One cooperative launch running ``phases`` in order, a grid barrier between each two."""
-    return LaunchShape(name, max(p.blocks for p in phases), threads, max(p.shared_bytes for p in phases),
+    """One cooperative launch running ``phases`` in order, a grid barrier between each two.
+    Each phase runs its virtual blocks on the blocks of the one kernel: as many as the kernel's
+    block size, its shared memory (every phase's static arrays at once) and its registers
+    (the kernel's from ptxas, else the most any phase's kernel uses) let a multiprocessor hold,
+    which is fewer than a phase's own kernel held where the others' arrays or registers crowd
+    it out; a phase of larger blocks than the kernel's runs its threads in turns."""
+    kernel_registers = registers.get(name) or max((p.registers or 0 for p in phases), default=0) or None
+    resident = tuple(replace(p, threads=threads, shared_bytes=shared_bytes, registers=kernel_registers,
+                             work=_scaled(p.work, math.ceil(p.threads / threads)) if p.threads > threads else p.work)
+                     for p in phases)
+    return LaunchShape(name, max(p.blocks for p in phases), threads, shared_bytes,
                        sum(p.global_bytes for p in phases), ThreadWork(), grid_syncs=len(phases) - 1,
-                       registers=registers.get(name), phases=phases)
+                       registers=kernel_registers, phases=resident)
+
+
+def _kernel_shared_bytes(state, statements) -> int:
+    """The shared memory of a block of the kernel that runs these launch statements: the
+    static arrays of all of them and the largest dynamic size (``fusion.schedule``)."""
+    from sirius.fusion.schedule import static_shared_bytes
+
+    insts = [i for i in state.model.launches if i.statement.index in set(statements)]
+    dynamic = max(((i.statement.shmem.constant_value() if i.statement.shmem else None) or 0 for i in insts), default=0)
+    return static_shared_bytes([i.kernel for i in insts]) + dynamic
 
 
 def optimized_launches(state, costs: StatementCosts | None = None) -> list[tuple[LaunchShape, int]]:
@@ -385,8 +405,10 @@ def optimized_launches(state, costs: StatementCosts | None = None) -> list[tuple
                                global_bytes=shapes[p][0].global_bytes * per_wave) for p in plan.phases)
         if plan.persistent:  # one launch: every wave's phases, a grid barrier between each two
             phases = phases * plan.waves
-        out.append((_cooperative_shape(plan.name, plan.threads, phases, registers), plan.launches))
+        shared = _kernel_shared_bytes(state, [i for row in rep.statements for i in row])
+        out.append((_cooperative_shape(plan.name, plan.threads, phases, shared, registers), plan.launches))
     in_cells = {p for plan in sched.cell_waves.values() for p in plan.phases}
+    groups_by_id = {g.id: g for g in sched.groups}
     for g in sched.groups:
         plan = sched.cooperative.get(g.region)
         if g.id in in_cells:
@@ -395,7 +417,8 @@ def optimized_launches(state, costs: StatementCosts | None = None) -> list[tuple
             out.append(shapes[g.id])
         elif g.id == plan.phases[0]:  # the region's one cooperative launch, as often as its first phase ran
             phases = tuple(shapes[p][0] for p in plan.phases)
-            out.append((_cooperative_shape(plan.name, plan.threads, phases, registers), shapes[g.id][1]))
+            shared = _kernel_shared_bytes(state, [i for p in plan.phases for i in groups_by_id[p].launches])
+            out.append((_cooperative_shape(plan.name, plan.threads, phases, shared, registers), shapes[g.id][1]))
     for inst in state.model.launches:
         if inst.statement.index not in grouped:
             out.append((costs.shapes[inst.statement.index], costs.runs[inst.statement.index]))
