@@ -150,7 +150,7 @@ class _Converter:
             self.lines[key] = line
             if seen:  # the outermost inlined location's scope is in the function called at ``line``
                 self.inlined_from[key] = _subprogram(scopes, scope_of.get(previous))
-        self.dbg_refs = _instruction_dbg_refs(text)
+        self.text_instructions = _text_instructions(text)
         # loop metadata's first location is where the source loop starts
         self.loop_starts = {int(a): int(b) for a, b in _LOOP_MD.findall(text)}
         self.values: dict[int, Value] = {}
@@ -207,19 +207,20 @@ class _Converter:
             func.blocks.append(block)
         # First pass: create instruction objects so forward references resolve.
         raw_instrs = []
-        refs = iter(self.dbg_refs.get(fn.name, []))
-        for b, block in zip(raw_blocks, func.blocks):
-            for ins in b.instructions:
-                text = str(ins).strip()
-                ref, loop_ref = next(refs, (None, None))
-                instr = Instr("inst", str(ins.type), text, ins.name, opcode=ins.opcode, block=block,
-                              line=self.lines.get(ref) if ref is not None else None,
-                              inlined_from=self.inlined_from.get(ref) if ref is not None else None)
-                if loop_ref is not None and loop_ref in self.loop_starts:
-                    instr.loop_line = self.lines.get(self.loop_starts[loop_ref])
-                self.values[_address(ins)] = instr
-                block.instrs.append(instr)
-                raw_instrs.append((ins, instr))
+        raw = [(ins, block) for b, block in zip(raw_blocks, func.blocks) for ins in b.instructions]
+        printed = self.text_instructions.get(fn.name, [])
+        if len(printed) != len(raw):  # the text did not split as expected: print each one (slow, exact)
+            printed = [_TextInstruction(str(ins).strip(), None, None) for ins, _ in raw]
+        for (ins, block), shown in zip(raw, printed):
+            ref, loop_ref = shown.dbg, shown.loop
+            instr = Instr("inst", str(ins.type), shown.text, ins.name, opcode=ins.opcode, block=block,
+                          line=self.lines.get(ref) if ref is not None else None,
+                          inlined_from=self.inlined_from.get(ref) if ref is not None else None)
+            if loop_ref is not None and loop_ref in self.loop_starts:
+                instr.loop_line = self.lines.get(self.loop_starts[loop_ref])
+            self.values[_address(ins)] = instr
+            block.instrs.append(instr)
+            raw_instrs.append((ins, instr))
         for ins, instr in raw_instrs:
             for op in ins.operands:
                 if op.value_kind.name == "basic_block":
@@ -255,30 +256,60 @@ def _subprogram(scopes: dict[int, tuple[str, int | None]], scope: int | None) ->
     return ""
 
 
-def _instruction_dbg_refs(text: str) -> dict[str, list[tuple[int | None, int | None]]]:
-    """Per defined function, the ``!dbg`` reference of each instruction in order.
+@dataclass(frozen=True)
+class _TextInstruction:
+    """One instruction as the module's text prints it: the text, and its ``!dbg`` and
+    ``!llvm.loop`` references (module numbering)."""
 
-    Read from the input text because llvmlite prints a single instruction
-    with metadata numbers of its own; instruction order is the same.
+    text: str
+    dbg: int | None
+    loop: int | None
+
+
+_CONTINUATION = ("cleanup", "catch ", "filter ", "to label ")  # a landingpad's clauses, an invoke's targets
+
+
+def _text_instructions(text: str) -> dict[str, list[_TextInstruction]]:
+    """Per defined function, its instructions in order, read from the module's text.
+
+    Read from the text rather than printed by llvmlite one at a time: printing one
+    instruction numbers the whole function again (quadratic in a fused kernel of thousands
+    of instructions), and numbers metadata on its own. A switch's cases, an invoke's targets
+    and a landingpad's clauses continue their instruction on the lines after it; where the
+    lines and the instructions do not pair up, ``convert_function`` prints each one.
     """
-    out: dict[str, list[tuple[int | None, int | None]]] = {}
-    current: list[tuple[int | None, int | None]] | None = None
+    out: dict[str, list[_TextInstruction]] = {}
+    current: list[str] | None = None
+    in_switch = False
+    lines: dict[str, list[str]] = {}
     for line in text.splitlines():
         if current is None:
             m = _DEFINE.match(line)
             if m:
-                current = out.setdefault(m.group(1).strip('"'), [])
+                current = lines.setdefault(m.group(1).strip('"'), [])
             continue
         if line.startswith("}"):
             current = None
             continue
         stripped = line.strip()
+        if in_switch:
+            current[-1] += " " + stripped
+            in_switch = not stripped.startswith("]")
+            continue
         if not stripped or stripped.startswith(";") or (not line.startswith(" ") and stripped.endswith(":")) \
                 or re.match(r"^[\w.$\"-]+:", line):
             continue
-        m = _DBG_REF.search(stripped)
-        loop = _LOOP_REF.search(stripped)
-        current.append((int(m.group(1)) if m else None, int(loop.group(1)) if loop else None))
+        if stripped.startswith(_CONTINUATION) and current:
+            current[-1] += " " + stripped
+            continue
+        current.append(stripped)
+        in_switch = stripped.startswith("switch ") and stripped.endswith("[")
+    for name, instrs in lines.items():
+        found = []
+        for ins in instrs:
+            m, loop = _DBG_REF.search(ins), _LOOP_REF.search(ins)
+            found.append(_TextInstruction(ins, int(m.group(1)) if m else None, int(loop.group(1)) if loop else None))
+        out[name] = found
     return out
 
 
