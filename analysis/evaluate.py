@@ -151,6 +151,8 @@ class Evaluator:
         self._in_progress: set[int] = set()
         self.loop_infos: dict[str, LoopInfo] = {}
         self.counted_loops: set[str] = set()  # loops with a recognized induction variable
+        self._loops_in_progress = 0
+        self._dominating: dict[Block, dict[Block, Formula | None]] = {}
 
     # ------------------------------------------------------------- leaves
     def leaf(self, value: Value):
@@ -457,7 +459,18 @@ class Evaluator:
 
     def dominating_conditions(self, block: Block) -> dict[Block, Formula | None]:
         """The branches one of whose edges dominates ``block``, outermost first, each
-        with the condition under which that edge is taken (None when unknown)."""
+        with the condition under which that edge is taken (None when unknown). Kept per
+        block, except while a value or a loop is being evaluated (a condition read then
+        may be a placeholder's)."""
+        known = self._dominating.get(block)
+        if known is not None:
+            return dict(known)
+        found = self._dominating_conditions(block)
+        if not self._in_progress and not self._loops_in_progress:
+            self._dominating[block] = found
+        return dict(found)
+
+    def _dominating_conditions(self, block: Block) -> dict[Block, Formula | None]:
         found: list[tuple[Block, Formula | None]] = []
         cur = block
         while True:
@@ -485,7 +498,11 @@ class Evaluator:
         if lp.name not in self.loop_infos:
             # placeholder first: evaluating exit conditions re-enters through the phis
             self.loop_infos[lp.name] = LoopInfo(lp.name, lp.name, None, None, lp.header.label)
-            self.loop_infos[lp.name] = self._loop_info(lp)
+            self._loops_in_progress += 1
+            try:
+                self.loop_infos[lp.name] = self._loop_info(lp)
+            finally:
+                self._loops_in_progress -= 1
         return self.loop_infos[lp.name]
 
     def _loop_info(self, lp: Loop) -> LoopInfo:
