@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 DEMO   ?= cuda_inputs/bert_qkv.cu
 DEMO_FLAGS ?=
 
-.PHONY: setup demo test clean
+.PHONY: setup demo test test-fast clean
 
 setup: $(STAMP)
 
@@ -28,6 +28,10 @@ demo: setup
 
 test: setup
 	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile
+
+# the tests that took under 5 s each in a measured run (tests/slow_tests.txt)
+test-fast: setup
+	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile -m "not slow"
 
 clean:
 	rm -rf $(VENV) .sirius-cache build *.egg-info
