@@ -278,7 +278,6 @@ def _text_instructions(text: str) -> dict[str, list[_TextInstruction]]:
     and a landingpad's clauses continue their instruction on the lines after it; where the
     lines and the instructions do not pair up, ``convert_function`` prints each one.
     """
-    out: dict[str, list[_TextInstruction]] = {}
     current: list[str] | None = None
     in_switch = False
     lines: dict[str, list[str]] = {}
@@ -304,13 +303,12 @@ def _text_instructions(text: str) -> dict[str, list[_TextInstruction]]:
             continue
         current.append(stripped)
         in_switch = stripped.startswith("switch ") and stripped.endswith("[")
-    for name, instrs in lines.items():
-        found = []
-        for ins in instrs:
-            m, loop = _DBG_REF.search(ins), _LOOP_REF.search(ins)
-            found.append(_TextInstruction(ins, int(m.group(1)) if m else None, int(loop.group(1)) if loop else None))
-        out[name] = found
-    return out
+    return {name: [_text_instruction(ins) for ins in instrs] for name, instrs in lines.items()}
+
+
+def _text_instruction(text: str) -> _TextInstruction:
+    dbg, loop = _DBG_REF.search(text), _LOOP_REF.search(text)
+    return _TextInstruction(text, int(dbg.group(1)) if dbg else None, int(loop.group(1)) if loop else None)
 
 
 def parse_module(text: str, roots: Callable[[str], bool] | None = None) -> Module:

@@ -199,6 +199,18 @@ def static_shared_bytes(kernels) -> int:
     return sum(arrays.values())
 
 
+def dynamic_shared_bytes(inst: LaunchInstance) -> int:
+    """The dynamic shared memory a launch asks for (0 when none or not a constant)."""
+    return (inst.statement.shmem.constant_value() if inst.statement.shmem else None) or 0
+
+
+def block_shared_bytes(launches: list[LaunchInstance]) -> tuple[int, int]:
+    """(static, dynamic) shared bytes of a block of one kernel running ``launches``: the
+    static arrays of all of them (they live for the whole kernel) and the largest dynamic size."""
+    return (static_shared_bytes([i.kernel for i in launches]),
+            max((dynamic_shared_bytes(i) for i in launches), default=0))
+
+
 def needs_shared_opt_in(static: int, dynamic: int) -> bool:
     """A launch whose block holds this much shared memory fails on a GPU unless the program
     first raises the kernel's limit with cudaFuncSetAttribute(MaxDynamicSharedMemorySize)."""
@@ -210,10 +222,9 @@ def shared_limit_problem(model: ProgramModel, launches: list[LaunchInstance]) ->
     can). Every block holds the static shared arrays of all of them (static arrays live for
     the whole kernel) and the largest dynamic size: over 48 KB in all the launch needs the
     opt-in code generation emits, and past the device's opt-in limit it cannot run."""
-    static = static_shared_bytes([i.kernel for i in launches])
+    static, dynamic = block_shared_bytes(launches)
     if static > STATIC_SHARED_LIMIT:
         return f"static shared memory of the fragments ({static} bytes) exceeds {STATIC_SHARED_LIMIT}"
-    dynamic = max((i.statement.shmem.constant_value() if i.statement.shmem else None) or 0 for i in launches)
     limit = shared_opt_in_limit(model.arch)
     if static + dynamic > limit:
         return (f"shared memory of the fused kernel ({static} bytes static + {dynamic} dynamic) exceeds "

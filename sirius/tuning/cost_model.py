@@ -32,6 +32,7 @@ import islpy as isl
 
 from sirius.analysis.kernel_model import BLOCK_SYMBOLS, THREAD_SYMBOLS
 from sirius.analysis.program_model import host_domain, statement_runs
+from sirius.fusion.schedule import block_shared_bytes
 
 UNBOUNDED_TRIPS = 8  # trips assumed for a kernel loop the analysis cannot bound (a tree reduction's log2)
 
@@ -286,8 +287,7 @@ def statement_costs(model, registers: dict[str, int] | None = None) -> Statement
             elements = _box_elements(rng)
             global_bytes += min(caps + ([elements] if elements is not None else [])) * unit_of[buffer]
         barriers = len(inst.kernel.barriers)  # each counted once: a barrier in a loop is undercounted
-        dynamic = (inst.statement.shmem.constant_value() if inst.statement.shmem else None) or 0
-        shared = sum(a.bytes or 0 for a in inst.kernel.shared if not a.dynamic) + dynamic
+        shared = sum(block_shared_bytes([inst]))
         costs.runs[idx] = runs
         costs.shapes[idx] = LaunchShape(inst.kernel.name, blocks, threads, shared, global_bytes,
                                         replace(work, barriers=float(barriers)),
@@ -362,13 +362,9 @@ def _cooperative_shape(name: str, threads: int, phases: tuple[LaunchShape, ...],
 
 
 def _kernel_shared_bytes(state, statements) -> int:
-    """The shared memory of a block of the kernel that runs these launch statements: the
-    static arrays of all of them and the largest dynamic size (``fusion.schedule``)."""
-    from sirius.fusion.schedule import static_shared_bytes
-
-    insts = [i for i in state.model.launches if i.statement.index in set(statements)]
-    dynamic = max(((i.statement.shmem.constant_value() if i.statement.shmem else None) or 0 for i in insts), default=0)
-    return static_shared_bytes([i.kernel for i in insts]) + dynamic
+    """The shared memory of a block of the kernel that runs these launch statements."""
+    wanted = set(statements)
+    return sum(block_shared_bytes([i for i in state.model.launches if i.statement.index in wanted]))
 
 
 def optimized_launches(state, costs: StatementCosts | None = None) -> list[tuple[LaunchShape, int]]:

@@ -23,8 +23,8 @@ Nothing here needs islpy, llvmlite or libclang: the GPU machine may have only Py
 the GPU. Run it there as ``PYTHONPATH=. python3 -m sirius.tuning.gpu_bench DIR [--json FILE]
 [--plot FILE.png]``. Exit status: 0 when every program agrees and was measured, 1 when one gives
 other results (WRONG; a row whose results differ only by where nvcc contracted a multiply and an
-add, bit-exact when both are built with -fmad=false, is FMA and does not fail), 2 when there is no GPU, the manifest is missing, or a program cannot be
-built or run.
+add, bit-exact when both are built with -fmad=false, is FMA and does not fail), 2 when there is
+no GPU, the manifest is missing, or a program cannot be built or run.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -391,8 +392,12 @@ class BuildRequest:
         return self.source.with_name(f".{self.source.stem}.{self.purpose}{variant}.cu")
 
     def write_copy(self) -> None:
+        """Written whole under a name of its own, then moved into place: two rows building one
+        source with other defines write the same copy, and nvcc must never read half of it."""
         name = (self.name or self.source.name).replace("\\", "/").replace('"', "")
-        self.compiled.write_text(f'#line 1 "{name}"\n' + self.source.read_text())
+        partial = self.compiled.with_name(f"{self.compiled.name}.{os.getpid()}.{threading.get_ident()}")
+        partial.write_text(f'#line 1 "{name}"\n' + self.source.read_text())
+        os.replace(partial, self.compiled)
 
     def command(self, nvcc: str, manifest: Manifest, binary: Path) -> list[str]:
         cmd = [nvcc, "-O2", f"-std={manifest.std}", f"-arch={manifest.arch}"]
