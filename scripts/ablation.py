@@ -30,8 +30,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from sirius.backend.sass import kernel_figures, static_provenance  # noqa: E402
-from sirius.errors import SiriusError  # noqa: E402
+from sirius.toolchain import kernel_figures, static_provenance  # noqa: E402
+from sirius.core.errors import SiriusError  # noqa: E402
 from sirius.pipeline import pass_names  # noqa: E402
 
 DEFAULT = [REPO / "cuda_inputs" / "bert_qkv.cu", REPO / "cuda_inputs" / "lstm.cu",

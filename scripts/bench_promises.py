@@ -30,9 +30,9 @@ import sys
 from pathlib import Path
 
 from sirius.analysis.frontend import CompileJob
-from sirius.config import CompileFlags, resolve_toolchain
-from sirius.backend.sass import kernel_figures, static_provenance
-from sirius.errors import ToolchainError
+from sirius.core.config import CompileFlags, resolve_toolchain
+from sirius.toolchain import kernel_figures, static_provenance
+from sirius.core.errors import ToolchainError
 from sirius.fusion.codegen import generate
 from sirius.fusion.promises import RESTRICT
 from sirius.pipeline import OptimizeState, run_pipeline

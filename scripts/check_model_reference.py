@@ -52,7 +52,7 @@ def compare(entry: dict, config: str, got: dict[str, float]) -> list[tuple[str, 
 
 def run_cpu(path: Path, config: str, timeout: float) -> str:
     from sirius.backend.cpu import build_program, run_program
-    from sirius.config import CompileFlags
+    from sirius.core.config import CompileFlags
 
     defines = ("SIRIUS_SMALL",) if config == "small" else ()
     build = build_program(path, CompileFlags(defines=defines))

@@ -14,7 +14,7 @@ import os
 import sys
 
 from sirius import __version__
-from sirius.errors import SiriusError
+from sirius.core.errors import SiriusError
 
 # The subcommands, in the order ``--help`` lists them.
 COMMANDS = ("analyze", "optimize", "run", "verify", "check", "bench", "tune", "experiment")

@@ -4,25 +4,33 @@ Each stage is a named step over a shared state; ``sirius optimize
 --print-after NAME`` dumps the state after that stage. The order matters:
 the UAR needs the program model, the schedule needs the UAR, code
 generation needs the schedule.
+
+The pipeline has no back-edges. A legality fact found after the schedule (a fragment's
+read-only-cache load that another fragment would write, found by the promises stage; a
+promise or launch limit the emitted program breaks, found by the check) is returned by
+its stage as a ``LateFact``; ``run_pipeline`` then runs ``PIPELINE`` again from the
+schedule, whose stages honour every late fact found so far. Another arrangement, policy
+or mode (``rearrange``) is ``PIPELINE`` run from the schedule too.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Callable
 
 from sirius.analysis.build_macros import macro_expansions
 from sirius.analysis.frontend import CompileJob
 from sirius.analysis.program_model import ProgramModel, analyze_program, launch_count, statement_runs
 from sirius.analysis.uar import UAR, build_uar
-from sirius.errors import SiriusError
+from sirius.core.errors import SiriusError
 from sirius.fusion.barriers import place_barriers
 from sirius.fusion.check import CheckResult, check_program
 from sirius.fusion.code_motion import interleave_fragments
 from sirius.analysis.repetition import NotALoop, find_repetition
-from sirius.fusion.cell_waves import (install_cell_waves, narrowest_block, no_waves, plan_cell_waves,
-                                      uninstall_cell_waves)
+from sirius.fusion.cell_waves import install_cell_waves, narrowest_block, no_waves, plan_cell_waves
 from sirius.fusion.cooperative import plan_cooperative
 from sirius.fusion.codegen import generate
 from sirius.fusion.host_constants import propagate_host_constants
@@ -34,6 +42,7 @@ from sirius.fusion.policies import FusionPolicy, Greedy, policy_name
 from sirius.fusion.schedule import (Refusal, RefusalKind, Schedule, build_schedule, wavefront_declined,
                                     waves_declined)
 from sirius.fusion.shared_overlay import overlay_shared_memory
+from sirius.fusion.verify_ir import ir_violations
 from sirius.fusion.wavefront import Wavefront, plan_wavefront
 
 
@@ -65,6 +74,27 @@ def pass_names() -> list[str]:
     return [p.name for p in KERNEL_PASSES]
 
 
+class LateScope(Enum):
+    """What a late fact takes back."""
+
+    GROUP = "group"  # the group's launches run unfused
+    COOPERATIVE = "cooperative"  # the region's groups are not one cooperative launch
+    CELL_WAVES = "cell waves"  # the loop does not run as waves of cells
+
+
+@dataclass(frozen=True)
+class LateFact:
+    """A legality fact found after the schedule: the launches it concerns (a group's, a
+    region's, a loop's) and the reason the report gives."""
+
+    scope: LateScope
+    launches: tuple[int, ...]
+    reason: str
+
+    def concerns(self, launches) -> bool:
+        return not set(self.launches).isdisjoint(launches)
+
+
 @dataclass
 class OptimizeState:
     job: CompileJob
@@ -86,12 +116,21 @@ class OptimizeState:
     check_findings: list = field(default_factory=list)  # violations found (and undone) on earlier attempts
     pass_changes: dict[str, list[str]] = field(default_factory=dict)  # kernel pass -> what it changed
     macro_expansions: dict[str, str] = field(default_factory=dict)  # the program's macros as this build expands them
+    late_facts: tuple[LateFact, ...] = ()  # found after the schedule, honoured when it runs again
+    # check the kernel IR's invariants after every stage and pass that changes it (--verify-each)
+    verify_each: bool = field(default_factory=lambda: os.environ.get("SIRIUS_VERIFY_EACH") == "1")
+
+    def late(self, scope: LateScope) -> list[LateFact]:
+        return [f for f in self.late_facts if f.scope is scope]
 
 
 @dataclass(frozen=True)
 class Stage:
+    """A step of the pipeline: ``run`` updates the state and returns the late facts it
+    found (none: the pipeline goes on)."""
+
     name: str
-    run: Callable[[OptimizeState], None]
+    run: Callable[[OptimizeState], tuple[LateFact, ...] | None]
     summary: str
 
 
@@ -109,6 +148,9 @@ def _uar(st: OptimizeState) -> None:
 
 def _schedule(st: OptimizeState) -> None:
     st.schedule = build_schedule(st.model, st.uar, st.source, st.arrangement, st.policy)
+    for fact in st.late(LateScope.GROUP):
+        for group in [g for g in st.schedule.groups if len(g.launches) > 1 and fact.concerns(g.launches)]:
+            split_group(st.schedule, group, fact.reason)
 
 
 def _wavefront(st: OptimizeState) -> None:
@@ -139,6 +181,11 @@ def _cell_waves(st: OptimizeState) -> None:
         return
     if found is None:
         return
+    loop = [i for row in found.statements for i in row]
+    withheld = next((f for f in st.late(LateScope.CELL_WAVES) if f.concerns(loop)), None)
+    if withheld is not None:
+        st.schedule.refusals.append(no_waves(loop, withheld.reason))
+        return
     plan = plan_cell_waves(st.model, st.schedule, found)
     if isinstance(plan, Refusal):
         st.schedule.refusals.append(plan)
@@ -154,6 +201,13 @@ def _cooperative(st: OptimizeState) -> None:
     if not st.cooperative:
         return
     plans, refusals = plan_cooperative(st.model, st.schedule)
+    regions = {r.id: r for r in st.schedule.regions}
+    for plan in list(plans):
+        launches = regions[plan.region].launches
+        withheld = next((f for f in st.late(LateScope.COOPERATIVE) if f.concerns(launches)), None)
+        if withheld is not None:
+            plans.remove(plan)
+            refusals.append(Refusal((launches[0], launches[-1]), withheld.reason))
     st.schedule.cooperative = {p.region: p for p in plans}
     st.schedule.refusals += refusals
 
@@ -174,8 +228,9 @@ def _cell_block(st: OptimizeState) -> None:
         st.kernels = [dataclasses.replace(k, wave=narrow) if k.wave is plan else k for k in st.kernels]
 
 
-def _promises(st: OptimizeState) -> None:
-    st.kernels, st.promises_dropped = keep_promises(st.kernels, st.model, st.schedule)
+def _promises(st: OptimizeState) -> tuple[LateFact, ...]:
+    st.kernels, st.promises_dropped, unfused = keep_promises(st.kernels, st.model)
+    return tuple(LateFact(LateScope.GROUP, tuple(sorted(group.launches)), reason) for group, reason in unfused)
 
 
 def _passes(st: OptimizeState) -> None:
@@ -183,61 +238,63 @@ def _passes(st: OptimizeState) -> None:
     for kernel_pass in KERNEL_PASSES:
         if kernel_pass.name in st.passes:
             st.kernels, st.pass_changes[kernel_pass.name] = kernel_pass.run(st.kernels, st)
+            _verify_ir(st, f"pass {kernel_pass.name}")
+
+
+def _verify_ir(st: OptimizeState, after: str) -> None:
+    """With ``verify_each``, the kernel IR's invariants (``fusion.verify_ir``) after ``after``."""
+    if not st.verify_each:
+        return
+    broken = ir_violations(st.kernels)
+    if broken:
+        raise SiriusError(f"internal error: the kernel IR after {after} breaks its invariants: " + "; ".join(broken))
 
 
 def _codegen(st: OptimizeState) -> None:
     st.output, st.fused = generate(st.model, st.schedule, st.kernels, st.source, st.macro_expansions)
 
 
-def _fuse(st: OptimizeState) -> None:
-    """The stages from the schedule to the text again (after the schedule changed)."""
-    for stage in (_lower, _barriers, _cell_block, _promises, _passes, _codegen):
-        stage(st)
-
-
-def _check(st: OptimizeState) -> None:
+def _check(st: OptimizeState) -> tuple[LateFact, ...]:
     """The promise check on the program about to be written; a fused kernel that breaks a
-    promise or a launch limit is an internal error: its group is left unfused with the
-    violation as the reason, and the program generated and checked again."""
-    for _ in range(4):
-        if not st.fused:
-            st.check = None
-            return
-        st.check = check_program(st.job, st.entry, source=st.output)
-        if not st.check.violations:
-            return
-        st.check_findings += st.check.violations
-        if st.schedule.cooperative or st.schedule.cell_waves:  # an option: the first thing to take back
-            _drop_cooperative(st, st.check.violations)
-            _fuse(st)
-            continue
-        by_group = {}
-        for v in st.check.violations:
-            by_group.setdefault(v.group, v)
-        for group_id, v in by_group.items():
-            groups = [g for g in st.schedule.groups if len(g.launches) > 1 and group_id in (g.id, -1)]
-            for group in groups:
-                split_group(st.schedule, group, f"internal error caught by the promise check: {v.message}")
-        _fuse(st)
-    raise SiriusError("internal error: the promise check still finds violations after leaving "
-                      f"{len(st.check_findings)} fused kernels unfused")
+    promise or a launch limit is an internal error, taken back as a late fact: cooperative
+    launches and waves first (an option), else the group, with the violation as the reason."""
+    if not st.fused:
+        st.check = None
+        return ()
+    st.check = check_program(st.job, st.entry, source=st.output)
+    if not st.check.violations:
+        return ()
+    st.check_findings += st.check.violations
+    facts = _taken_back(st, st.check.violations)
+    if not facts:
+        raise SiriusError("internal error: the promise check finds violations in no fused launch: "
+                          + "; ".join(v.message for v in st.check.violations))
+    return facts
 
 
-def _drop_cooperative(st: OptimizeState, violations) -> None:
-    """Run the regions a violation names (all, when it names none) as separate launches again."""
-    for region, plan in list(st.schedule.cell_waves.items()):
-        uninstall_cell_waves(st.schedule, plan)
+def _taken_back(st: OptimizeState, violations) -> tuple[LateFact, ...]:
+    """What the violations of the check take back: every loop run as waves of cells and the
+    cooperative regions they name (all, when they name none); without those, the groups
+    they name (every fused group, for a violation that names none)."""
+    sched = st.schedule
+    if sched.cooperative or sched.cell_waves:
         why = "; ".join(v.message for v in violations)
-        launches = [i for row in plan.repetition.statements for i in row]
-        st.schedule.refusals.append(no_waves(launches, f"the promise check found: {why}"))
-    named = {v.group for v in violations if v.kernel.startswith("sirius_coop_")}
-    for region in list(named or st.schedule.cooperative):
-        plan = st.schedule.cooperative.pop(region, None)
-        if plan is not None:
-            first = next(r for r in st.schedule.regions if r.id == region)
+        facts = [LateFact(LateScope.CELL_WAVES, tuple(i for row in plan.repetition.statements for i in row),
+                          f"the promise check found: {why}") for plan in sched.cell_waves.values()]
+        named = {v.group for v in violations if v.kernel.startswith("sirius_coop_")}
+        regions = {r.id: r for r in sched.regions}
+        for region in sorted(named & set(sched.cooperative) or sched.cooperative):
             why = "; ".join(v.message for v in violations if v.group == region) or violations[0].message
-            st.schedule.refusals.append(Refusal((first.launches[0], first.launches[-1]),
-                                                f"not one cooperative launch: the promise check found: {why}"))
+            facts.append(LateFact(LateScope.COOPERATIVE, regions[region].launches,
+                                  f"not one cooperative launch: the promise check found: {why}"))
+        return tuple(facts)
+    facts = {}
+    for v in violations:
+        for group in sched.groups:
+            if len(group.launches) > 1 and v.group in (group.id, -1):
+                facts.setdefault(group.id, LateFact(LateScope.GROUP, tuple(sorted(group.launches)),
+                                                    f"internal error caught by the promise check: {v.message}"))
+    return tuple(facts.values())
 
 
 PIPELINE: tuple[Stage, ...] = (
@@ -267,13 +324,37 @@ def stage_names() -> list[str]:
     return [s.name for s in PIPELINE]
 
 
+MAX_RERUNS = 4  # runs from the schedule after late facts, before the pipeline gives up
+IR_STAGES = ("lower", "barriers", "cell-block", "promises")  # stages that change the kernel IR (and each pass)
+
+
 def run_pipeline(state: OptimizeState, print_after: str | None = None,
-                 dump: Callable[[str, OptimizeState], None] | None = None) -> OptimizeState:
-    for stage in PIPELINE:
-        stage.run(state)
-        if print_after == stage.name and dump is not None:
-            dump(stage.name, state)
-    return state
+                 dump: Callable[[str, OptimizeState], None] | None = None,
+                 start: str = "analyze") -> OptimizeState:
+    """Run ``PIPELINE`` from the stage ``start`` on ``state``; a stage that returns late
+    facts stops the run, and the pipeline runs again from the schedule with them."""
+    names = stage_names()
+    stages = PIPELINE[names.index(start):]
+    for _ in range(MAX_RERUNS + 1):
+        for stage in stages:
+            facts = tuple(stage.run(state) or ())
+            found = tuple(f for f in facts if f not in state.late_facts)
+            if facts and not found:
+                raise SiriusError(f"internal error: the {stage.name} stage found again what an earlier run took "
+                                  "back: " + "; ".join(f.reason for f in facts))
+            if stage.name in IR_STAGES:
+                _verify_ir(state, f"the {stage.name} stage")
+            if print_after == stage.name and dump is not None:
+                dump(stage.name, state)
+            if found:
+                state.late_facts += found
+                break
+        else:
+            return state
+        stages = PIPELINE[names.index("schedule"):]
+    raise SiriusError(f"internal error: legality facts were still found after {MAX_RERUNS} runs from the "
+                      f"schedule ({len(state.late_facts)} taken back: "
+                      + "; ".join(f.reason for f in state.late_facts[-3:]) + ")")
 
 
 def rearrange(state: OptimizeState, arrangement: str, passes: tuple[str, ...] | None = None,
@@ -281,20 +362,14 @@ def rearrange(state: OptimizeState, arrangement: str, passes: tuple[str, ...] | 
               persistent: bool | None = None) -> OptimizeState:
     """The same analysis scheduled with another arrangement (and other kernel passes,
     cooperative launches on or off, another fusion policy, waves of cells in one launch or
-    not, if given): reruns the stages from the schedule on."""
+    not, if given): ``PIPELINE`` from the schedule on."""
     other = OptimizeState(state.job, state.entry, arrangement, state.passes if passes is None else passes,
                           state.cooperative if cooperative is None else cooperative,
                           state.policy if policy is None else policy,
                           state.persistent if persistent is None else persistent,
                           source=state.source, model=state.model, uar=state.uar,
                           macro_expansions=state.macro_expansions)
-    _schedule(other)
-    _wavefront(other)
-    _cell_waves(other)
-    _cooperative(other)
-    _fuse(other)
-    _check(other)
-    return other
+    return run_pipeline(other, start="schedule")
 
 
 def pairs_without_reason(state: OptimizeState) -> list[tuple[int, int]]:
@@ -323,7 +398,7 @@ def pairs_without_reason(state: OptimizeState) -> list[tuple[int, int]]:
 def report(state: OptimizeState) -> dict[str, Any]:
     """What the optimizer did, in the shape ``--report`` writes."""
     model, sched = state.model, state.schedule
-    insts = {i.statement.index: i for i in model.launches}
+    insts = model.instances()
 
     def per_run(idx: int) -> int | None:
         return statement_runs(insts[idx].statement)
@@ -412,7 +487,7 @@ def _kernel_facts(state: OptimizeState, group: int) -> dict[str, Any]:
     fk = next((f for f in state.fused if f.group.id == group), None)
     if fk is None:
         return {}
-    insts = {i.statement.index: i for i in state.model.launches}
+    insts = state.model.instances()
     dropped = {b.pointer: b for b in state.promises_dropped.get(group, ()) if b.promise == "restrict"}
     return {"pointer_params": sum(p.is_pointer for i in fk.group.launches for p in insts[i].kernel.params),
             "restrict_kept": sorted(fk.restrict),

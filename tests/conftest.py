@@ -1,9 +1,18 @@
 """Marks the tests listed in ``slow_tests.txt`` ``slow``: ``make test-fast`` runs
 ``-m "not slow"``; ``make test`` (and CI) runs them all. The list is measured, not
-guessed: ``scripts/slow_tests.py`` writes it from a run of the suite with durations."""
+guessed: ``scripts/slow_tests.py`` writes it from a run of the suite with durations.
+
+The run shares one frontend cache (``SIRIUS_FRONTEND_CACHE``, see
+``sirius.analysis.frontend_cache``) among its workers and the commands they start: a
+program analysed by one test is read, not compiled again, by the next. Every optimization
+the suite runs checks the kernel IR's invariants after each stage and pass
+(``SIRIUS_VERIFY_EACH=1``, as ``--verify-each``)."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,3 +32,21 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.nodeid in slow:
             item.add_marker(pytest.mark.slow)
+
+
+_made_cache: str | None = None
+
+
+def pytest_configure(config):
+    """The controller (or a run without workers) makes the cache folder; workers, started
+    after, inherit the variable."""
+    global _made_cache
+    os.environ.setdefault("SIRIUS_VERIFY_EACH", "1")
+    if not os.environ.get("SIRIUS_FRONTEND_CACHE"):
+        _made_cache = tempfile.mkdtemp(prefix="sirius-frontend-cache-")
+        os.environ["SIRIUS_FRONTEND_CACHE"] = _made_cache
+
+
+def pytest_unconfigure(config):
+    if _made_cache is not None:
+        shutil.rmtree(_made_cache, ignore_errors=True)

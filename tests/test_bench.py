@@ -6,6 +6,8 @@ and PyTorch measurements) is not run here."""
 
 from __future__ import annotations
 
+import argparse
+
 import json
 import re
 import struct
@@ -18,7 +20,7 @@ import pytest
 from sirius import cli
 from sirius.backend import gpu
 from sirius.commands import bench
-from sirius.errors import SiriusError
+from sirius.core.errors import SiriusError
 from sirius.tuning import gpu_bench
 from sirius.tuning.gpu_bench import (BenchOptions, BenchProgram, BenchResult, MachineFacts, Timing, Verdict,
                                      build_row, judge_dumps, render_table, result_json, write_plot)
@@ -352,6 +354,16 @@ def test_every_binary_is_built_once_and_a_failed_build_belongs_to_its_row(tmp_pa
     timed = gpu_bench.requests_of(rows[3])["optimized", "time"]
     assert isinstance(built[timed], SiriusError) and "expected a ;" in str(built[timed])
     assert "-cudart shared" in " ".join(timed.command("nvcc", manifest, Path("x")))
+    # --verify-only builds what the judge runs and nothing for timing
+    folder = tmp_path / "judge_only"
+    folder.mkdir()
+    log.write_text("")
+    judged_only = gpu_bench.build_all(rows, manifest, str(nvcc), folder, jobs=2, purposes=("judge",))
+    assert {r.purpose for r in judged_only} == {"judge"} and len(log.read_text().splitlines()) == 3
+    parser = argparse.ArgumentParser()
+    gpu_bench.add_run_options(parser)
+    options = gpu_bench.options_from_args(parser.parse_args(["--verify-only"]), "cmd")
+    assert options.verify_only and not options.torch
 
 
 def test_a_build_cache_builds_the_same_text_once_across_runs(tmp_path):

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from sirius.config import DEFAULT_ARCH, resolve_toolchain
-from sirius.errors import ToolchainError
+from sirius.core.config import DEFAULT_ARCH, resolve_toolchain
+from sirius.core.errors import ToolchainError
 
 pytestmark = pytest.mark.toolchain
 

@@ -1,7 +1,7 @@
 """Full-size verification on a GPU (scripts/verify_full_size.py): every corpus and model
 program, optimized at its default size, gives bit-identical results to the original on
 the GPU. Runs where nvidia-smi lists a GPU; skipped elsewhere (the CPU backend cannot
-judge what only nvcc exploits, see fusion/check.py)."""
+judge what only nvcc exploits, see sirius/fusion/check.py)."""
 
 from __future__ import annotations
 

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from sirius.config import DEFAULT_ARCH, resolve_toolchain
-from sirius.errors import ToolchainError
+from sirius.core.config import DEFAULT_ARCH, resolve_toolchain
+from sirius.core.errors import ToolchainError
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "cuda_inputs" / "models"
 MANIFEST = json.loads((MODELS_DIR / "manifest.json").read_text())
@@ -199,7 +199,7 @@ def _cpu_backend():
 
 @lru_cache(maxsize=None)
 def _cpu_run(name: str) -> str:
-    from sirius.config import CompileFlags
+    from sirius.core.config import CompileFlags
 
     build_program, run_program = _cpu_backend()
     build = build_program(MODELS_DIR / ENTRIES[name]["file"], CompileFlags(defines=("SIRIUS_SMALL",)))

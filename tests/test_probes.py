@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from sirius.analysis.frontend import CompileJob
-from sirius.config import CompileFlags, resolve_toolchain
+from sirius.core.config import CompileFlags, resolve_toolchain
 from sirius.pipeline import OptimizeState, pairs_without_reason, report, run_pipeline
 
 pytestmark = pytest.mark.toolchain

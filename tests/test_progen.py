@@ -699,8 +699,8 @@ def test_cli_rejects_bad_size():
 
 
 def _toolchain():
-    from sirius.config import resolve_toolchain
-    from sirius.errors import ToolchainError
+    from sirius.core.config import resolve_toolchain
+    from sirius.core.errors import ToolchainError
 
     try:
         return resolve_toolchain()

@@ -29,7 +29,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sirius.errors import SiriusError
+from sirius.core.errors import SiriusError
 
 MAGIC = b"SRD1"
 

@@ -37,8 +37,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from sirius.backend.rewrite import rewrite_preprocessed
-from sirius.config import CompileFlags, find_clang
-from sirius.errors import InputError, SiriusError
+from sirius.core.config import CompileFlags, find_clang
+from sirius.core.errors import InputError, SiriusError
 
 RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime" / "cpu"
 INCLUDE_DIR = RUNTIME_DIR / "include"

@@ -20,8 +20,9 @@ import time
 from pathlib import Path
 
 from sirius.backend.cpu import Build, _short_diagnostics, cache_root
-from sirius.config import CompileFlags, find_cuda_path
-from sirius.errors import InputError, SiriusError, ToolchainError
+from sirius.core.config import CompileFlags
+from sirius.core.errors import InputError, SiriusError
+from sirius.toolchain import find_nvcc
 
 DUMP_HEADER = Path(__file__).resolve().parent.parent / "runtime" / "gpu" / "sirius_gpu_dump.h"
 NO_GPU = "error: no CUDA GPU available for --backend gpu"
@@ -46,17 +47,6 @@ def require_gpu() -> None:
     reason = gpu_unavailable_reason()
     if reason:
         raise SiriusError(f"{NO_GPU} ({reason})")
-
-
-def find_nvcc(cuda_path: str | None = None) -> str:
-    root = find_cuda_path(cuda_path)
-    nvcc = Path(root) / "bin" / "nvcc"
-    if nvcc.is_file():
-        return str(nvcc)
-    found = shutil.which("nvcc")
-    if found:
-        return found
-    raise ToolchainError(f"error: nvcc not found (looked in {root}/bin and on PATH)")
 
 
 def build_program(source: str | os.PathLike, flags: CompileFlags = CompileFlags(), *,

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from sirius.backend.cpu import _short_diagnostics, cache_root
 from sirius.backend.gpu import find_nvcc
-from sirius.errors import InputError, ToolchainError
+from sirius.core.errors import InputError, ToolchainError
 
 HARNESS_DIR = Path(__file__).resolve().parent.parent / "runtime" / "harness"
 HARNESS_SOURCES = ("launch_timer.cpp", "timing_core.h")

@@ -47,7 +47,7 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
-from sirius.errors import InputError, UnsupportedError
+from sirius.core.errors import InputError, UnsupportedError
 
 # String and character literals (raw strings first), skipped by every scan.
 _LITERAL = (

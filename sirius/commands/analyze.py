@@ -19,7 +19,7 @@ from sirius.analysis.program_model import analyze_program
 from sirius.analysis.uar import build_uar
 from sirius.analysis_report import model_to_json, render_text, render_uar, uar_to_dot, uar_to_json, virtual_to_json
 from sirius.commands.common import add_compile_flags, compile_flags_from_args, input_file, output_file
-from sirius.config import resolve_toolchain
+from sirius.core.config import resolve_toolchain
 
 HELP = "analyze a CUDA program and print its kernels, accesses and launches"
 

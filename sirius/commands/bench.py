@@ -59,8 +59,8 @@ from pathlib import Path
 from sirius.analysis.frontend import CompileJob
 from sirius.commands.common import add_compile_flags, compile_flags_from_args, input_file
 from sirius.commands.optimize import add_fusion_options, cooperative_options, selected_passes
-from sirius.config import CompileFlags, resolve_toolchain
-from sirius.errors import InputError, SiriusError
+from sirius.core.config import CompileFlags, resolve_toolchain
+from sirius.core.errors import InputError, SiriusError
 from sirius.fusion.includes import relocate_includes
 from sirius.pipeline import OptimizeState, report, run_pipeline
 from sirius.tuning import gpu_bench

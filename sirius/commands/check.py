@@ -44,8 +44,8 @@ from sirius.commands.common import compile_flags_from_args, input_file, output_f
 from sirius.commands.optimize import add_fusion_options, cooperative_options, selected_passes
 from sirius.tuning.cost_model import predict_program
 from sirius.commands.run import PROGRAM_ARGS_NOTE
-from sirius.config import resolve_toolchain
-from sirius.errors import InputError
+from sirius.core.config import resolve_toolchain
+from sirius.core.errors import InputError
 from sirius.fusion.includes import relocate_includes
 from sirius.pipeline import OptimizeState, report, run_pipeline
 

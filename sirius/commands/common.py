@@ -8,8 +8,8 @@ import re
 import sys
 from pathlib import Path
 
-from sirius.config import DEFAULT_ARCH, CompileFlags
-from sirius.errors import InputError
+from sirius.core.config import DEFAULT_ARCH, CompileFlags
+from sirius.core.errors import InputError
 
 
 def add_compile_flags(parser: argparse.ArgumentParser) -> None:

@@ -51,10 +51,11 @@ from sirius.analysis.frontend import CompileJob
 from sirius.commands import verify
 from sirius.commands.common import compile_flags_from_args, input_file
 from sirius.commands.optimize import add_fusion_options, selected_passes
-from sirius.config import DEFAULT_ARCH, resolve_toolchain
-from sirius.errors import InputError, SiriusError
+from sirius.core.config import DEFAULT_ARCH, resolve_toolchain
+from sirius.core.errors import InputError, SiriusError
 from sirius.fusion.includes import relocate_includes
 from sirius.fusion.policies import SHIPPED, load_policy, policy_name
+from sirius.tuning.profitability import POLICIES
 from sirius.fusion.schedule import RefusalKind
 from sirius.pipeline import OptimizeState, rearrange, report, run_pipeline
 
@@ -92,8 +93,8 @@ COLUMNS = tuple(f.name for f in fields(Row))
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policies", metavar="LIST", default=",".join(SHIPPED),
-                        help="comma-separated policies: shipped names (" + ", ".join(SHIPPED)
-                             + "), module:Class or path/to/file.py:Class (default: every shipped one)")
+                        help="comma-separated policies: shipped names (" + ", ".join(POLICIES)
+                             + "), module:Class or path/to/file.py:Class (default: " + ", ".join(SHIPPED) + ")")
     parser.add_argument("--inputs", metavar="DIR_OR_FILE", nargs="+", required=True,
                         help="CUDA programs, or folders whose *.cu files are taken (not recursively)")
     parser.add_argument("--out", metavar="DIR", required=True,
@@ -123,7 +124,7 @@ def input_programs(inputs: list[str]) -> list[Path]:
 
 
 def load_policies(listed: str) -> list:
-    policies = [load_policy(spec.strip()) for spec in listed.split(",") if spec.strip()]
+    policies = [load_policy(spec.strip(), POLICIES) for spec in listed.split(",") if spec.strip()]
     if not policies:
         raise InputError("error: --policies: no policy named")
     names = [policy_name(p) for p in policies]
@@ -167,7 +168,7 @@ def verify_program(args: argparse.Namespace, original: Path, optimized: Path) ->
 def sass_tools_missing() -> str | None:
     """Why the fused kernels' SASS cannot be counted here (None: nvcc, cuobjdump and nvdisasm are there)."""
     from sirius.backend.gpu import find_nvcc
-    from sirius.backend.sass import find_tool
+    from sirius.toolchain import find_tool
 
     try:
         find_nvcc()
@@ -180,7 +181,7 @@ def sass_tools_missing() -> str | None:
 
 def fused_sass_instructions(text: str, program: Path, flags) -> int:
     """Static SASS instructions of the fused kernels of the optimized program ``text``."""
-    from sirius.backend.sass import kernel_figures
+    from sirius.toolchain import kernel_figures
 
     if not FUSED_KERNEL.search(text):
         return 0

@@ -16,13 +16,14 @@ from pathlib import Path
 from sirius.analysis.frontend import CompileJob
 from sirius.analysis.repetition import format_repetition
 from sirius.commands.common import add_compile_flags, compile_flags_from_args, input_file, output_file
-from sirius.config import resolve_toolchain
-from sirius.errors import InputError
+from sirius.core.config import resolve_toolchain
+from sirius.core.errors import InputError
 from sirius.fusion.includes import relocate_includes
 from sirius.fusion.kernel_ir import format_kernel
-from sirius.fusion.policies import DEFAULT, SHIPPED, load_policy
+from sirius.fusion.policies import DEFAULT, load_policy
 from sirius.fusion.schedule import ARRANGEMENTS, RefusalKind
 from sirius.pipeline import OptimizeState, pass_names, rearrange, report, run_pipeline, stage_names
+from sirius.tuning.profitability import POLICIES
 
 HELP = "fuse kernel launches and write the optimized program"
 
@@ -37,9 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "different blocks; auto: both where legal (default)")
     parser.add_argument("--policy", metavar="NAME|module:Class", default=DEFAULT,
                         help="which legal merges are made: " + ", ".join(
-                            f"{name} ({cls.summary})" for name, cls in SHIPPED.items())
+                            f"{name} ({cls.summary})" for name, cls in POLICIES.items())
                         + f"; default {DEFAULT}; or a class of your own, module:Class (imported from the current "
-                          "folder or sys.path) or path/to/file.py:Class (see fusion/policies.py)")
+                          "folder or sys.path) or path/to/file.py:Class (see sirius/fusion/policies.py)")
     add_cooperative_options(parser)
     parser.add_argument("--entry", default="main", help="host function whose launches are optimized (default main)")
     parser.add_argument("--emit-candidates", metavar="DIR",
@@ -52,6 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="switch one kernel pass off (repeatable)")
     parser.add_argument("--print-after", choices=stage_names(), metavar="STAGE",
                         help=f"print the state after a pipeline stage ({', '.join(stage_names())})")
+    parser.add_argument("--verify-each", action="store_true",
+                        help="check the fused-kernel IR's invariants after every stage and kernel pass that "
+                             "changes it (a broken one is an internal error, exit 3; also SIRIUS_VERIFY_EACH=1)")
     add_compile_flags(parser)
 
 
@@ -211,11 +215,12 @@ def execute(args: argparse.Namespace) -> int:
     if output is not None and output.resolve() == program.resolve():
         raise InputError("error: the output file must differ from the input program")
     passes = selected_passes(args.passes, args.disable_pass)
-    policy = load_policy(args.policy)
+    policy = load_policy(args.policy, POLICIES)
     job = CompileJob(program, compile_flags_from_args(args), toolchain)
     cooperative, persistent = cooperative_options(args)
-    state = run_pipeline(OptimizeState(job, args.entry, args.arrangement, passes, cooperative, policy, persistent),
-                         args.print_after, _dump)
+    state = OptimizeState(job, args.entry, args.arrangement, passes, cooperative, policy, persistent)
+    state.verify_each = state.verify_each or args.verify_each
+    state = run_pipeline(state, args.print_after, _dump)
     rep = report(state)
     if output is None:  # -o -: the program on standard output, the summary on standard error
         sys.stdout.write(state.output)

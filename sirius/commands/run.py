@@ -18,7 +18,7 @@ import sys
 
 from sirius.backend import cpu, gpu
 from sirius.commands.common import add_compile_flags, compile_flags_from_args, input_file
-from sirius.errors import SiriusError
+from sirius.core.errors import SiriusError
 
 HELP = "build and run a CUDA program on the CPU backend (or a GPU)"
 

@@ -44,8 +44,8 @@ from pathlib import Path
 
 from sirius.analysis.frontend import CompileJob
 from sirius.commands.common import add_compile_flags, compile_flags_from_args, input_file, output_file
-from sirius.config import CompileFlags, resolve_toolchain
-from sirius.errors import InputError, SiriusError
+from sirius.core.config import CompileFlags, resolve_toolchain
+from sirius.core.errors import InputError, SiriusError
 from sirius.fusion.includes import relocate_includes
 from sirius.pipeline import OptimizeState, run_pipeline
 from sirius.tuning import gpu_bench

@@ -37,8 +37,8 @@ from sirius.analysis.frontend import CompileJob
 from sirius.backend import compare, cpu
 from sirius.commands.common import compile_flags_from_args
 from sirius.commands.run import PROGRAM_ARGS_NOTE, add_backend_arguments, build
-from sirius.config import resolve_toolchain
-from sirius.errors import SiriusError
+from sirius.core.config import resolve_toolchain
+from sirius.core.errors import SiriusError
 from sirius.fusion.check import GENERATED_KERNEL, CheckResult, check_program
 
 HELP = "run an original and an optimized program on the same inputs and compare their results"

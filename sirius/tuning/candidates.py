@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from sirius.fusion.schedule import ARRANGEMENTS
 from sirius.pipeline import OptimizeState, pass_names, rearrange, report
-from sirius.tuning.cost_model import (GpuSpec, H100, Prediction, optimized_launches, original_launches, predict,
+from sirius.core.target import H100, Target
+from sirius.tuning.cost_model import (Prediction, optimized_launches, original_launches, predict,
                                       registers_of, statement_costs)
 
 # kernel-pass settings tried with each arrangement: all passes, and fusion alone
@@ -45,7 +46,7 @@ class Candidate:
         return hashlib.sha256(self.source.encode()).hexdigest()[:16]
 
 
-def generate_candidates(state: OptimizeState, gpu: GpuSpec = H100) -> list[Candidate]:
+def generate_candidates(state: OptimizeState, gpu: Target = H100) -> list[Candidate]:
     """The original and one candidate per distinct program over ``SCHEDULES`` x
     ``PASS_SETTINGS``, in that order, each with its predicted time. ``state`` has been
     through the whole pipeline (its own setting is among those generated again only if it

@@ -32,36 +32,10 @@ import islpy as isl
 
 from sirius.analysis.kernel_model import BLOCK_SYMBOLS, THREAD_SYMBOLS
 from sirius.analysis.program_model import host_domain, statement_runs
+from sirius.core.target import H100, Target
 from sirius.fusion.schedule import block_shared_bytes
 
 UNBOUNDED_TRIPS = 8  # trips assumed for a kernel loop the analysis cannot bound (a tree reduction's log2)
-
-
-@dataclass(frozen=True)
-class GpuSpec:
-    """Limits and measured costs of one GPU. ``H100`` holds the figures measured on an H100
-    SXM with CUDA 13.0 (launch, graph-node, grid-barrier and cooperative-launch costs: the
-    medians of back-to-back empty kernels; bandwidth: achievable, not the data-sheet 3.35 TB/s;
-    access latency and loads in flight: fitted to the hand-written LSTM's 33 us gemv launches)."""
-
-    name: str
-    sm_count: int
-    max_threads_per_sm: int = 2048
-    max_blocks_per_sm: int = 32
-    shared_per_sm: int = 228 * 1024
-    registers_per_sm: int = 65536
-    bandwidth_gbs: float = 3000.0
-    launch_direct_us: float = 4.2
-    graph_node_us: float = 0.85
-    grid_sync_us: float = 1.15
-    cooperative_launch_us: float = 6.6
-    global_latency_us: float = 0.5
-    loads_in_flight: int = 8
-    shared_access_us: float = 0.01
-    barrier_us: float = 0.02
-
-
-H100 = GpuSpec("NVIDIA H100 (measured constants, CUDA 13.0)", sm_count=132)
 
 
 @dataclass(frozen=True)
@@ -79,7 +53,7 @@ class ThreadWork:
     def longest(self, other: "ThreadWork") -> "ThreadWork":
         return self if self.global_accesses >= other.global_accesses else other
 
-    def chain_us(self, gpu: GpuSpec) -> float:
+    def chain_us(self, gpu: Target) -> float:
         return (self.global_accesses * gpu.global_latency_us / gpu.loads_in_flight
                 + self.shared_accesses * gpu.shared_access_us + self.barriers * gpu.barrier_us)
 
@@ -131,20 +105,19 @@ class StatementCosts:
 
 # ------------------------------------------------------------------ the GPU side
 
-def blocks_per_sm(shape: LaunchShape, gpu: GpuSpec) -> int:
+def blocks_per_sm(shape: LaunchShape, gpu: Target) -> int:
     """Blocks of this shape one multiprocessor holds at once (at least one): limited by
     threads, static shared memory and, with ptxas figures, registers."""
-    from sirius.fusion.check import registers_per_block
 
     limits = [gpu.max_blocks_per_sm, gpu.max_threads_per_sm // max(shape.threads, 1)]
     if shape.shared_bytes:
         limits.append(gpu.shared_per_sm // shape.shared_bytes)
     if shape.registers:
-        limits.append(gpu.registers_per_sm // registers_per_block(shape.registers, max(shape.threads, 1)))
+        limits.append(gpu.registers_per_sm // gpu.block_registers(shape.registers, max(shape.threads, 1)))
     return max(1, min(limits))
 
 
-def execution_us(shape: LaunchShape, gpu: GpuSpec) -> float:
+def execution_us(shape: LaunchShape, gpu: Target) -> float:
     """Device time of one launch of ``shape``, without the cost of launching it: a
     cooperative launch's phases one after another, with a grid barrier between each two."""
     if shape.phases:
@@ -157,7 +130,7 @@ def execution_us(shape: LaunchShape, gpu: GpuSpec) -> float:
     return max(latency_bound, bandwidth_bound) + shape.grid_syncs * gpu.grid_sync_us
 
 
-def predict(launches: list[tuple[LaunchShape, int]], gpu: GpuSpec = H100, notes: tuple[str, ...] = ()) -> Prediction:
+def predict(launches: list[tuple[LaunchShape, int]], gpu: Target = H100, notes: tuple[str, ...] = ()) -> Prediction:
     """Direct and CUDA-Graph times of a run made of ``count`` launches of each shape."""
     items = []
     for shape, count in launches:
@@ -477,7 +450,7 @@ def _host_domain_params(stmt):
     return isl.Set(f"[{', '.join(stmt.loops)}] -> {{ : {stmt.domain.to_isl()} }}")
 
 
-def predict_program(state, gpu: GpuSpec = H100) -> tuple[Prediction, Prediction]:
+def predict_program(state, gpu: Target = H100) -> tuple[Prediction, Prediction]:
     """(original, optimized) predictions for an optimizer state after the pipeline ran."""
     costs = statement_costs(state.model, registers_of(state))
     notes = tuple(costs.notes)

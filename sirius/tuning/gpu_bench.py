@@ -49,7 +49,7 @@ from typing import Sequence
 
 from sirius.backend import gpu
 from sirius.backend.compare import Report, compare_runs, read_dump
-from sirius.errors import InputError, SiriusError
+from sirius.core.errors import InputError, SiriusError
 from sirius.tuning.torch_baselines import TorchRow
 
 MANIFEST_NAME = "manifest.json"
@@ -278,6 +278,7 @@ class BenchOptions:
     cuda_path: str | None = None
     command: str = ""
     build_cache: Path | None = None  # binaries kept by source text and nvcc command, across runs
+    verify_only: bool = False  # judge results only: no timing builds or runs, programs judged in parallel
 
 
 @dataclass(frozen=True)
@@ -340,8 +341,11 @@ def run_bench(folder: Path, options: BenchOptions = BenchOptions(), progress=Non
         bandwidth, bandwidth_note = _measure_bandwidth(nvcc, manifest.arch, work, options.timeout_s)
         notes = [bandwidth_note] if bandwidth_note else []
         say(f"building {len(manifest.programs)} programs with nvcc, in parallel")
-        built = build_all(manifest.programs, manifest, nvcc, work, cache=options.build_cache)
-        for k, program in enumerate(manifest.programs, start=1):
+        purposes = ("judge",) if options.verify_only else ("judge", "time")
+        built = build_all(manifest.programs, manifest, nvcc, work, cache=options.build_cache, purposes=purposes)
+        if options.verify_only:
+            rows = _judge_all(manifest, built, options, nvcc, work, say)
+        for k, program in enumerate(() if options.verify_only else manifest.programs, start=1):
             say(f"[{k}/{len(manifest.programs)}] {program.name}")
             if program.error is not None:
                 rows.append(build_row(program, None, None, None, bandwidth))
@@ -428,12 +432,14 @@ def _cache_key(request: BuildRequest, nvcc: str, manifest: Manifest) -> str:
 
 
 def build_all(programs: Sequence[BenchProgram], manifest: Manifest, nvcc: str, work: Path,
-              jobs: int | None = None, cache: Path | None = None) -> dict[BuildRequest, Path | SiriusError]:
+              jobs: int | None = None, cache: Path | None = None,
+              purposes: tuple[str, ...] = ("judge", "time")) -> dict[BuildRequest, Path | SiriusError]:
     """Every binary the rows need, built once each (a candidate equal to another, or the
     original that every tuning row shares) and in parallel: nvcc is most of a bench's
     time and the GPU waits for none of it. A failed build is its error, for its row. With
     ``cache``, a binary built before from the same text and command is taken from there."""
-    wanted = {r for p in programs if p.error is None for r in requests_of(p).values()}
+    wanted = {r for p in programs if p.error is None for (_, purpose), r in requests_of(p).items()
+              if purpose in purposes}
     return build_all_requests(sorted(wanted, key=lambda r: (str(r.source), r.purpose)), manifest, nvcc, work,
                               jobs, cache)
 
@@ -497,6 +503,31 @@ def _judge(program: BenchProgram, built: dict, options: BenchOptions, nvcc: str,
         return verdict
     return Verdict(False, f"{verdict.detail}; bit-exact with -fmad=false (both programs): the results differ "
                           f"only where nvcc contracted a multiply and an add", verdict.max_abs_diff, contraction=True)
+
+
+def _judge_all(manifest: Manifest, built: dict, options: BenchOptions, nvcc: str, work: Path,
+               say) -> list[BenchRow]:
+    """Every program's verdict, several programs at once on the GPU (no timing is taken,
+    so they may share it): the rows of ``--verify-only``."""
+    def judge(k: int, program: BenchProgram) -> BenchRow:
+        if program.error is not None:
+            return build_row(program, None, None, None, None)
+        folder_k = work / f"p{k}"
+        folder_k.mkdir()
+        try:
+            return build_row(program, None, None, _judge(program, built, options, nvcc, manifest, folder_k), None)
+        except (SiriusError, subprocess.TimeoutExpired, OSError) as err:
+            return build_row(program, None, None, None, None, str(err).strip()[-1500:])
+        finally:
+            shutil.rmtree(folder_k, ignore_errors=True)
+
+    rows = []
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        for k, row in enumerate(pool.map(judge, range(1, len(manifest.programs) + 1), manifest.programs), start=1):
+            if k % 50 == 0 or k == len(manifest.programs):
+                say(f"judged {k}/{len(manifest.programs)}")
+            rows.append(row)
+    return rows
 
 
 def _time(harness, library: Path, role: str, program: BenchProgram, built: dict, options: BenchOptions,
@@ -786,6 +817,8 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", type=int, default=3, help="warm-up repetitions per mode (default 3)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per program run (default 900)")
     parser.add_argument("--no-torch", action="store_true", help="leave out the PyTorch equivalents")
+    parser.add_argument("--verify-only", action="store_true", help="compare the results only: no timing, "
+                                                                   "several programs at once (and no PyTorch)")
     parser.add_argument("--build-cache", metavar="DIR", help="keep the binaries here and take one built before from "
                                                              "the same source text and nvcc command (runs over "
                                                              "several prepared folders of one tree build each "
@@ -797,9 +830,9 @@ def options_from_args(args: argparse.Namespace, command: str) -> BenchOptions:
         raise InputError("error: --rtol and --atol must not be negative")
     if args.reps < 1 or args.warmup < 0:
         raise InputError("error: --reps must be at least 1 and --warmup at least 0")
-    return BenchOptions(args.rtol, args.atol, args.reps, args.warmup, args.timeout, not args.no_torch,
-                        getattr(args, "cuda_path", None), command,
-                        Path(args.build_cache).resolve() if args.build_cache else None)
+    return BenchOptions(args.rtol, args.atol, args.reps, args.warmup, args.timeout,
+                        not (args.no_torch or args.verify_only), getattr(args, "cuda_path", None), command,
+                        Path(args.build_cache).resolve() if args.build_cache else None, args.verify_only)
 
 
 def output_path(path: str | None, option: str) -> Path | None:

@@ -10,7 +10,7 @@ import pytest
 
 from sirius.analysis.frontend import CompileJob
 from sirius.analysis.program_model import ProgramModel, analyze_program
-from sirius.config import CompileFlags, resolve_toolchain
+from sirius.core.config import CompileFlags, resolve_toolchain
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "cuda_inputs"

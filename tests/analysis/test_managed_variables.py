@@ -12,7 +12,7 @@ import pytest
 
 from sirius.analysis.frontend import CompileJob
 from sirius.analysis.host_observation import sync_observers
-from sirius.config import CompileFlags, resolve_toolchain
+from sirius.core.config import CompileFlags, resolve_toolchain
 from sirius.pipeline import OptimizeState, report, run_pipeline
 
 from .conftest import ROOT

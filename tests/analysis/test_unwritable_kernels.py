@@ -9,7 +9,7 @@ import pytest
 
 from sirius.analysis.frontend import CompileJob
 from sirius.analysis.source_index import build_source_index
-from sirius.config import CompileFlags, resolve_toolchain
+from sirius.core.config import CompileFlags, resolve_toolchain
 
 pytestmark = pytest.mark.toolchain
 

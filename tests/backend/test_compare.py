@@ -8,7 +8,7 @@ import struct
 import pytest
 
 from sirius.backend import compare
-from sirius.errors import SiriusError
+from sirius.core.errors import SiriusError
 
 
 def record(seq: int, code: int, data: bytes, args: str = "h, d_y, n, kind", line: int = 7) -> bytes:

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import assert_clean_error, requires_clang, run_cpu, sirius
 from sirius.backend.rewrite import rewrite_preprocessed
-from sirius.errors import UnsupportedError
+from sirius.core.errors import UnsupportedError
 
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import INPUTS, sirius
 from sirius.backend import gpu
-from sirius.config import CompileFlags
+from sirius.core.config import CompileFlags
 
 pytestmark = pytest.mark.toolchain
 
@@ -32,7 +32,7 @@ def test_nvcc_builds_a_program_with_the_dump_header(tmp_path, monkeypatch):
 
 @needs_nvcc
 def test_nvcc_errors_are_reported_with_location(tmp_path, monkeypatch):
-    from sirius.errors import InputError
+    from sirius.core.errors import InputError
 
     monkeypatch.setenv("SIRIUS_CACHE", str(tmp_path / "cache"))
     src = tmp_path / "bad.cu"

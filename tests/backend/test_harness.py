@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from sirius.backend import harness
-from sirius.config import find_cuda_path
-from sirius.errors import InputError, ToolchainError
+from sirius.core.config import find_cuda_path
+from sirius.core.errors import InputError, ToolchainError
 
 FIXTURES = Path(__file__).resolve().parent / "harness_fixtures"
 GXX = shutil.which("g++")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from sirius.backend.rewrite import LineMap, rewrite_preprocessed
-from sirius.errors import InputError, UnsupportedError
+from sirius.core.errors import InputError, UnsupportedError
 
 
 def pre(body: str, name: str = "prog.cu") -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Callable
 
 from sirius.analysis.frontend import CompileJob
-from sirius.config import CompileFlags, resolve_toolchain
+from sirius.core.config import CompileFlags, resolve_toolchain
 from sirius.fusion.kernel_ir import format_kernel
 from sirius.pipeline import PIPELINE, OptimizeState, pass_names
 

@@ -1,4 +1,4 @@
-"""Waves of cells (analysis/repetition.py, fusion/cell_waves.py): a step loop whose body is
+"""Waves of cells (sirius/analysis/repetition.py, sirius/fusion/cell_waves.py): a step loop whose body is
 copies of one launch pattern (unrolled layers) is read as a loop over layers, and each
 anti-diagonal of (step, layer) runs as one cooperative launch. The program of
 tests/filecheck/optimize_layer_waves.cu (3 layers x 2 launches, 5 steps) and variants of
@@ -17,7 +17,7 @@ import pytest
 
 from sirius.analysis.frontend import CompileJob
 from sirius.analysis.repetition import NotALoop, Repetition, find_repetition, format_repetition
-from sirius.config import CompileFlags, resolve_toolchain
+from sirius.core.config import CompileFlags, resolve_toolchain
 from sirius.pipeline import PIPELINE, OptimizeState, report, run_pipeline
 from sirius.tuning.cost_model import predict_program
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from sirius.analysis.frontend import CompileJob
-from sirius.config import CompileFlags, resolve_toolchain
+from sirius.core.config import CompileFlags, resolve_toolchain
 from sirius.pipeline import OptimizeState, report, run_pipeline
 from sirius.tuning.cost_model import predict_program
 

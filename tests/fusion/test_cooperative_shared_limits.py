@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from sirius.analysis.frontend import CompileJob
-from sirius.config import CompileFlags, resolve_toolchain
+from sirius.core.config import CompileFlags, resolve_toolchain
 from sirius.pipeline import OptimizeState, report, run_pipeline
 
 pytestmark = pytest.mark.toolchain

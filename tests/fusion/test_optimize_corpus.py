@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sirius.analysis.frontend import CompileJob
-from sirius.config import CompileFlags, resolve_toolchain
+from sirius.core.config import CompileFlags, resolve_toolchain
 from sirius.pipeline import OptimizeState, pairs_without_reason, pass_names, rearrange, report, run_pipeline
 
 pytestmark = pytest.mark.toolchain

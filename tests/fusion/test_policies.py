@@ -21,8 +21,8 @@ import pytest
 from sirius.analysis.frontend import CompileJob
 from sirius.cli import main as sirius_main
 from sirius.commands import verify
-from sirius.config import CompileFlags, resolve_toolchain
-from sirius.errors import SiriusError
+from sirius.core.config import CompileFlags, resolve_toolchain
+from sirius.core.errors import SiriusError
 from sirius.fusion.policies import (SHIPPED, FusionPolicy, Greedy, Merge, MergeKind, Patterns, accepts, load_policy,
                                     name_words)
 from sirius.fusion.schedule import RefusalKind

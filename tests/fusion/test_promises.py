@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from sirius.analysis.frontend import CompileJob
-from sirius.config import CompileFlags, resolve_toolchain
+from sirius.core.config import CompileFlags, resolve_toolchain
 from sirius.fusion.promises import RESTRICT, PointerUse, Touch, broken_promises
 from sirius.pipeline import OptimizeState, report, run_pipeline
 
@@ -136,9 +136,9 @@ def test_a_planted_violation_is_caught_and_its_group_left_unfused(monkeypatch):
     the GPU): the check of the emitted program finds it, and the group is left unfused."""
     import sirius.pipeline as pipeline
 
-    def keep_every_qualifier(kernels, model, schedule):
+    def keep_every_qualifier(kernels, model):
         return [dataclasses.replace(k, params=tuple(dataclasses.replace(p, restrict=bool(RESTRICT.search(p.ctype)))
-                                                    for p in k.params)) for k in kernels], {}
+                                                    for p in k.params)) for k in kernels], {}, []
 
     monkeypatch.setattr(pipeline, "keep_promises", keep_every_qualifier)
     # fusion alone: host constants would make the aliasing pointers offsets from one base,
@@ -161,9 +161,9 @@ def test_pointers_made_offsets_from_one_base_carry_no_promise(monkeypatch):
     Even with every declared qualifier kept, what is left is one promise over one allocation."""
     import sirius.pipeline as pipeline
 
-    def keep_every_qualifier(kernels, model, schedule):
+    def keep_every_qualifier(kernels, model):
         return [dataclasses.replace(k, params=tuple(dataclasses.replace(p, restrict=bool(RESTRICT.search(p.ctype)))
-                                                    for p in k.params)) for k in kernels], {}
+                                                    for p in k.params)) for k in kernels], {}, []
 
     monkeypatch.setattr(pipeline, "keep_promises", keep_every_qualifier)
     state = run_pipeline(OptimizeState(CompileJob(REUSE, CompileFlags(defines=("ROWS=8",)), resolve_toolchain())))

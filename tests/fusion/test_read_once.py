@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sirius.errors import ToolchainError
+from sirius.core.errors import ToolchainError
 from tests.fusion.pass_ir import ir_before_and_after
 
 pytestmark = pytest.mark.toolchain
@@ -87,7 +87,7 @@ def test_promised_program_verifies_and_loads_the_shared_input_once(tmp_path):
         proc = subprocess.run([SIRIUS, "verify", str(PROGRAM), str(out)], capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0 and "result: all equal" in proc.stdout, proc.stdout + proc.stderr
         try:
-            from sirius.backend.sass import kernel_figures
+            from sirius.toolchain import kernel_figures
             figures = kernel_figures(out.read_text(), out.name)
         except ToolchainError as err:
             pytest.skip(f"no CUDA toolkit to count loads: {err}")

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sirius.tuning.cost_model import (H100, LaunchShape, ThreadWork, execution_us, fused_shape, predict)
+from sirius.core.target import H100
+from sirius.tuning.cost_model import (LaunchShape, ThreadWork, execution_us, fused_shape, predict)
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = LaunchShape("small", blocks=4, threads=256, shared_bytes=0, global_bytes=16384,
@@ -79,7 +80,7 @@ def test_lanes_run_side_by_side_and_fragments_of_a_lane_one_after_another():
 @pytest.mark.toolchain
 def test_the_lstm_wavefront_is_predicted_to_win_by_far_and_the_softmax_fusion_to_win():
     from sirius.analysis.frontend import CompileJob
-    from sirius.config import CompileFlags, resolve_toolchain
+    from sirius.core.config import CompileFlags, resolve_toolchain
     from sirius.pipeline import OptimizeState, run_pipeline
     from sirius.tuning.candidates import generate_candidates, rank_by_prediction
     from sirius.tuning.cost_model import compulsory_bytes, predict_program, registers_of

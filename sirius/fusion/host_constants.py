@@ -37,7 +37,7 @@ def _integer(ctype: str) -> bool:
 
 
 def _fold(k: KernelIR, model: ProgramModel) -> tuple[KernelIR, list[str]]:
-    insts = {i.statement.index: i for i in model.launches}
+    insts = model.instances()
     params: list[Param] = []
     bases: dict[str, tuple[Param, object]] = {}  # allocation -> (the parameter others derive from, its offset)
     counts = {"integer arguments constant": 0, "pointers an offset from another": 0}

@@ -30,7 +30,8 @@ from sirius.fusion.kernel_ir import KernelIR, phases_shared
 from sirius.fusion.promises import strip_restrict
 from sirius.fusion.redundant_barriers import BARRIER_CALL, drop_barrier_lines
 from sirius.fusion.shared_overlay import POOL_ALIGNMENT, pool_layout, pooled_declaration
-from sirius.fusion.schedule import FusionGroup, Schedule, needs_shared_opt_in
+from sirius.core.target import needs_shared_opt_in
+from sirius.fusion.schedule import FusionGroup, Schedule
 
 _INDEX_NAMES = ("blockIdx", "threadIdx", "blockDim", "gridDim")
 
@@ -697,7 +698,7 @@ def _build_conditions(model: ProgramModel, launches, macros: dict[str, str]) -> 
     """Conditions that the program's macros used by ``launches`` (their statements, their
     kernels, the device functions) expand as they did when it was optimized
     (analysis.build_macros): a rebuild with other ``-D`` values takes the original path."""
-    insts = {i.statement.index: i for i in model.launches}
+    insts = model.instances()
     ranges = [insts[i].site.range for i in launches if insts[i].site is not None]
     ranges += [d.range for d in (model.kernel_decls.get(insts[i].kernel.mangled) for i in launches) if d is not None]
     return macro_conditions(model.source.macros_in(ranges + model.source.device_function_ranges), macros)
@@ -711,7 +712,7 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
     macros when it was optimized, analysis.build_macros)."""
     macros = macros or {}
     sizes = {a.name: a.bytes.constant_value() if a.bytes is not None else None for a in model.host.allocations}
-    insts = {i.statement.index: i for i in model.launches}
+    insts = model.instances()
     decls = {idx: model.kernel_decls.get(inst.kernel.mangled) for idx, inst in insts.items()}
     if not kernels:
         return source, []

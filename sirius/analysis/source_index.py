@@ -131,6 +131,7 @@ class SourceIndex:
     macros: dict[str, tuple[str, ...]] = field(default_factory=dict)
     function_like_macros: set[str] = field(default_factory=set)
     redefined_macros: set[str] = field(default_factory=set)  # defined twice, #undef'd or pushed
+    included: tuple[str, ...] = ()  # every file the translation unit includes (the frontend cache checks them)
 
     def macros_in(self, ranges: list[SourceRange], objects_only: bool = True) -> list[str]:
         """The program's object-like macros (all, without ``objects_only``) used in
@@ -618,4 +619,5 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
     if headers:
         points = _include_points(tu, main_file, source)
         out.visible_after = {h: points[h] for h in headers if h in points}
+    out.included = tuple(sorted({str(inc.include) for inc in tu.get_includes() if inc.include is not None}))
     return out

@@ -35,12 +35,22 @@ gives the launch statement, the kernel's name, its source line, grid and block
 ``KernelModel`` (accesses, shared arrays, barriers, warp operations) and the
 ``LaunchInstance`` (arguments bound to allocations, access maps).
 
-The order of the proposals is the scheduler's, not the policy's: vertical merges
-pair the groups of a region in program order, and the first pair the policy
-accepts is merged before the scan starts again; horizontal merges take each group
-in the order of isl's time steps and join it to the first group on its step (then
-within its slack) that the policy accepts; wavefronts come last, one per region
-left as one group. A policy must answer the same merge the same way each time.
+The order of the proposals is the scheduler's: vertical merges pair the groups of
+a region in program order, and the first pair the policy accepts is merged before
+the scan starts again; horizontal merges take each group in the order of isl's time
+steps and join it to the first group on its step (then within its slack) that the
+policy accepts; wavefronts come last, one per region left as one group. A policy
+must answer the same merge the same way each time.
+
+Two optional methods make a policy rank what is legal (XLA's priority fusion: legality
+explains, profitability orders): ``priority(merge)`` returns a number, and the scheduler
+then makes, of all the merges legal and accepted at that point (every pair of a scan,
+every host a group could join), the one of highest priority (the first in the order
+above on a tie); None (the default) keeps first fit. ``begin(model)`` is called once
+per program before any proposal, with the ``ProgramModel``, for a policy that needs
+the whole program (a cost model's view of every launch). The cost-model policy
+``profitable`` (``sirius.tuning.profitability``) is one: it accepts a merge the cost
+model predicts faster and ranks merges by the time they save.
 
 Shipped policies (``SHIPPED``; ``sirius optimize --policy NAME``):
 
@@ -69,7 +79,7 @@ from pathlib import Path
 
 from sirius.analysis.kernel_model import KernelModel
 from sirius.analysis.program_model import LaunchInstance
-from sirius.errors import InputError, SiriusError
+from sirius.core.errors import InputError, SiriusError
 
 
 class MergeKind(str, Enum):
@@ -152,6 +162,13 @@ class FusionPolicy:
 
     def accept(self, merge: Merge) -> bool:
         raise NotImplementedError(f"{type(self).__name__}.accept(merge) must say True or False")
+
+    def begin(self, model) -> None:
+        """Called once per program, before its merges are proposed (optional)."""
+
+    def priority(self, merge: Merge) -> float | None:
+        """The rank of an accepted merge (higher first), or None for first fit (optional)."""
+        return None
 
 
 class Greedy(FusionPolicy):
@@ -249,6 +266,35 @@ def accepts(policy, merge: Merge) -> bool:
     return answer
 
 
+def priority_of(policy, merge: Merge) -> float | None:
+    """The policy's rank of an accepted merge (None: first fit; also for a policy without
+    ``priority``); an exception or an answer that is not a number is the policy's error."""
+    rank = getattr(policy, "priority", None)
+    if rank is None:
+        return None
+    try:
+        answer = rank(merge)
+    except Exception as err:
+        raise SiriusError(f"error: the fusion policy {policy_name(policy)!r} failed to rank a {merge.kind.value} "
+                          f"merge of {', '.join(merge.kernels)}: {type(err).__name__}: {err}") from err
+    if answer is not None and (isinstance(answer, bool) or not isinstance(answer, (int, float))):
+        raise SiriusError(f"error: the fusion policy {policy_name(policy)!r} ranked a {merge.kind.value} merge "
+                          f"{answer!r}; priority(merge) must return a number or None")
+    return answer
+
+
+def begin_program(policy, model) -> None:
+    """Tell the policy which program its next proposals come from (if it asks)."""
+    begin = getattr(policy, "begin", None)
+    if begin is None:
+        return
+    try:
+        begin(model)
+    except Exception as err:
+        raise SiriusError(f"error: the fusion policy {policy_name(policy)!r} failed in begin(model): "
+                          f"{type(err).__name__}: {err}") from err
+
+
 def declined(policy, merge: Merge) -> str:
     """The reason a refusal gives for a legal merge the policy declined."""
     summary = getattr(policy, "summary", "")
@@ -256,23 +302,25 @@ def declined(policy, merge: Merge) -> str:
             + (f": {summary}" if summary else ""))
 
 
-def _usage(spec: str, problem: str) -> InputError:
-    return InputError(f"error: --policy {spec}: {problem}; the shipped policies are {', '.join(SHIPPED)} "
-                      "(or module:Class, path/to/file.py:Class)")
+def _usage(spec: str, problem: str, shipped: dict[str, type] | None = None) -> InputError:
+    return InputError(f"error: --policy {spec}: {problem}; the shipped policies are "
+                      f"{', '.join(shipped or SHIPPED)} (or module:Class, path/to/file.py:Class)")
 
 
-def load_policy(spec: str):
-    """The policy ``spec`` names: a shipped name, ``module:Class`` (the module imported with
-    the current folder on ``sys.path``) or ``path/to/file.py:Class``. The class is called
-    with no arguments (an object already made is taken as it is). Anything else is bad
-    input (InputError, exit 2) naming the shipped policies."""
-    if spec in SHIPPED:
-        return SHIPPED[spec]()
+def load_policy(spec: str, shipped: dict[str, type] | None = None):
+    """The policy ``spec`` names: a name in ``shipped`` (``SHIPPED`` by default; the commands
+    add the cost-model policy), ``module:Class`` (the module imported with the current
+    folder on ``sys.path``) or ``path/to/file.py:Class``. The class is called with no
+    arguments (an object already made is taken as it is). Anything else is bad input
+    (InputError, exit 2) naming the shipped policies."""
+    shipped = SHIPPED if shipped is None else shipped
+    if spec in shipped:
+        return shipped[spec]()
     if ":" not in spec:
-        raise _usage(spec, "unknown policy")
+        raise _usage(spec, "unknown policy", shipped)
     where, _, attribute = spec.rpartition(":")
     if not where or not attribute:
-        raise _usage(spec, "expected NAME, module:Class or path/to/file.py:Class")
+        raise _usage(spec, "expected NAME, module:Class or path/to/file.py:Class", shipped)
     if where.endswith(".py") or os.sep in where or "/" in where:
         module = _import_file(spec, Path(where))
     else:

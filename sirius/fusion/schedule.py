@@ -45,14 +45,14 @@ from sirius.analysis.host_observation import WAITING_SYNCS, Observer, observes_n
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.analysis.program_model import instance_maps
 from sirius.analysis.uar import REINDEX_OPERATION_BUDGET, UAR, Dependence, is_mapping_kernel, isl_budget
+from sirius.core.target import target_for
 from sirius.fusion.global_schedule import time_steps
-from sirius.fusion.policies import FusionPolicy, Greedy, Merge, MergeKind, accepts, declined
+from sirius.fusion.policies import (FusionPolicy, Greedy, Merge, MergeKind, accepts, begin_program, declined,
+                                    priority_of)
 
 SIX = ("bx", "by", "bz", "tx", "ty", "tz")
 
 ARRANGEMENTS = ("auto", "vertical", "horizontal")
-MAX_BLOCK_THREADS = 1024
-STATIC_SHARED_LIMIT = 48 * 1024
 
 
 @dataclass(frozen=True)
@@ -181,17 +181,6 @@ class Schedule:
 
 # ------------------------------------------------------------ eligibility
 
-# most shared memory one block may have after cudaFuncSetAttribute(MaxDynamicSharedMemorySize)
-_OPT_IN_SHARED = {"sm_75": 64 * 1024, "sm_80": 163 * 1024,
-                  "sm_86": 99 * 1024, "sm_87": 163 * 1024, "sm_89": 99 * 1024, "sm_90": 227 * 1024,
-                  "sm_100": 227 * 1024, "sm_120": 99 * 1024}
-
-
-def shared_opt_in_limit(arch: str) -> int:
-    """The per-block shared memory limit of ``arch`` with the opt-in (48 KB when unknown)."""
-    return _OPT_IN_SHARED.get(arch.rstrip("af"), STATIC_SHARED_LIMIT)
-
-
 def static_shared_bytes(kernels) -> int:
     """Bytes of static shared memory a block of the fused kernel holds: each array once
     (an array of a helper is one array, whichever fragments call the helper)."""
@@ -211,21 +200,16 @@ def block_shared_bytes(launches: list[LaunchInstance]) -> tuple[int, int]:
             max((dynamic_shared_bytes(i) for i in launches), default=0))
 
 
-def needs_shared_opt_in(static: int, dynamic: int) -> bool:
-    """A launch whose block holds this much shared memory fails on a GPU unless the program
-    first raises the kernel's limit with cudaFuncSetAttribute(MaxDynamicSharedMemorySize)."""
-    return static + dynamic > STATIC_SHARED_LIMIT
-
-
 def shared_limit_problem(model: ProgramModel, launches: list[LaunchInstance]) -> str | None:
     """Why one kernel running ``launches`` cannot have the shared memory they need (None: it
     can). Every block holds the static shared arrays of all of them (static arrays live for
     the whole kernel) and the largest dynamic size: over 48 KB in all the launch needs the
     opt-in code generation emits, and past the device's opt-in limit it cannot run."""
     static, dynamic = block_shared_bytes(launches)
-    if static > STATIC_SHARED_LIMIT:
-        return f"static shared memory of the fragments ({static} bytes) exceeds {STATIC_SHARED_LIMIT}"
-    limit = shared_opt_in_limit(model.arch)
+    target = target_for(model.arch)
+    if static > target.static_shared_limit:
+        return f"static shared memory of the fragments ({static} bytes) exceeds {target.static_shared_limit}"
+    limit = target.shared_opt_in_limit
     if static + dynamic > limit:
         return (f"shared memory of the fused kernel ({static} bytes static + {dynamic} dynamic) exceeds "
                 f"the {limit} bytes a block of {model.arch} can have")
@@ -364,7 +348,7 @@ def find_regions(model: ProgramModel, source: str) -> tuple[list[Region], list[R
     or control flow in the source. A synchronization that observes nothing
     (``analysis.host_observation``) stays where it is and does not end a region."""
     stmts = model.host.statements
-    inst = {i.statement.index: i for i in model.launches}
+    inst = model.instances()
     observers = sync_observers(model)
     regions: list[Region] = []
     refusals: list[Refusal] = []
@@ -475,7 +459,7 @@ class _RegionLegality:
     def __init__(self, model: ProgramModel, uar: UAR, region: Region):
         self.model = model
         self.region = region
-        self.inst = {i.statement.index: i for i in model.launches}
+        self.inst = model.instances()
         members = set(region.launches)
         self.deps = [d for d in uar.dependences if d.src in members and d.dst in members and d.same_iteration
                      and d.src != d.dst]
@@ -689,7 +673,7 @@ class _RegionLegality:
             return Problem(RefusalKind.SHAPE_UNKNOWN, "launch configuration is not a constant")
         threads = [b[0] * b[1] * b[2] for _, b in configs]
         widest = max(threads)
-        if widest > MAX_BLOCK_THREADS:
+        if widest > target_for(self.model.arch).max_block_threads:
             return Problem(RefusalKind.BLOCK_TOO_LARGE, "block too large")
         for lane, t in zip(lanes, threads):
             if t != widest and any(self.inst[i].kernel.barriers for i in lane):
@@ -736,51 +720,60 @@ class _RegionScheduler:
     def _graph(self) -> nx.DiGraph:
         return self.legal.graph(self.groups)
 
-    def _declined_by_policy(self, kind: MergeKind, lanes: list[list[int]], joining: list[int], dependent: bool,
-                            reindexed: bool = False) -> Problem | None:
-        """None when the policy makes the legal merge of ``joining`` into ``lanes``; the
-        refusal's problem when it declines it."""
+    def _proposal(self, kind: MergeKind, lanes: list[list[int]], joining: list[int], dependent: bool,
+                  reindexed: bool = False) -> Problem | float | None:
+        """The policy's answer on the legal merge of ``joining`` into ``lanes``: the refusal's
+        problem when it declines it, else its priority (None: make it now, first fit)."""
         inst = self.legal.inst
         merge = Merge.of(kind, [[inst[i] for i in lane] for lane in lanes], [inst[i] for i in joining],
                          dependent, reindexed)
-        return None if accepts(self.policy, merge) else Problem(RefusalKind.POLICY, declined(self.policy, merge))
+        if not accepts(self.policy, merge):
+            return Problem(RefusalKind.POLICY, declined(self.policy, merge))
+        return priority_of(self.policy, merge)
 
     # ---------------------------------------------------------- vertical
     def merge_vertical(self) -> None:
         """P1: the first pair of groups, in program order, that may run in one lane and that
         the policy accepts is merged; then the scan starts again. Independent launches are
-        left to horizontal fusion unless the arrangement is vertical."""
-        changed = True
-        while changed:
-            changed = False
-            graph = self._graph()
-            for ia in range(len(self.groups)):
-                for ib in range(ia + 1, len(self.groups)):
-                    ga, gb = self.groups[ia], self.groups[ib]
-                    connected = bool(self.legal.edges_between(ga, gb))
-                    if not connected and self.arrangement == "auto" and len(self.groups) > 1:
-                        continue  # independent launches are left to horizontal fusion
-                    verdict = self.legal.vertical(ga, gb, connected, graph, ia, ib)
-                    if isinstance(verdict, Problem):
-                        if connected:
-                            self._note(ga, gb, verdict)
-                        continue
-                    refused = self._declined_by_policy(MergeKind.VERTICAL, [verdict.lane], gb.members, connected,
-                                                       verdict.reindexing is not None)
-                    if refused is not None:
-                        self._note(ga, gb, refused)
-                        continue
-                    merged = _Group([verdict.lane], {**ga.reindex, **gb.reindex}, ga.barrier_for | gb.barrier_for)
-                    if verdict.reindexing is not None:
-                        merged.reindex[gb.members[0]] = verdict.reindexing.sigma
-                        if verdict.reindexing.needs_barrier:
-                            merged.barrier_for.add(gb.members[0])
-                    self.groups[ia] = merged
-                    del self.groups[ib]
-                    changed = True
-                    break
-                if changed:
-                    break
+        left to horizontal fusion unless the arrangement is vertical. A policy that ranks
+        merges gets, of every pair the scan finds legal and accepted, the one it ranks first."""
+        while (chosen := self._vertical_choice()) is not None:
+            ia, ib, verdict = chosen
+            ga, gb = self.groups[ia], self.groups[ib]
+            merged = _Group([verdict.lane], {**ga.reindex, **gb.reindex}, ga.barrier_for | gb.barrier_for)
+            if verdict.reindexing is not None:
+                merged.reindex[gb.members[0]] = verdict.reindexing.sigma
+                if verdict.reindexing.needs_barrier:
+                    merged.barrier_for.add(gb.members[0])
+            self.groups[ia] = merged
+            del self.groups[ib]
+
+    def _vertical_choice(self) -> tuple[int, int, VerticalMerge] | None:
+        """The pair of groups to merge next: the first legal one the policy accepts, or with
+        a ranking policy the accepted one of highest priority (None: no pair)."""
+        graph = self._graph()
+        best: tuple[float, int, int, VerticalMerge] | None = None
+        for ia in range(len(self.groups)):
+            for ib in range(ia + 1, len(self.groups)):
+                ga, gb = self.groups[ia], self.groups[ib]
+                connected = bool(self.legal.edges_between(ga, gb))
+                if not connected and self.arrangement == "auto" and len(self.groups) > 1:
+                    continue  # independent launches are left to horizontal fusion
+                verdict = self.legal.vertical(ga, gb, connected, graph, ia, ib)
+                if isinstance(verdict, Problem):
+                    if connected:
+                        self._note(ga, gb, verdict)
+                    continue
+                answer = self._proposal(MergeKind.VERTICAL, [verdict.lane], gb.members, connected,
+                                        verdict.reindexing is not None)
+                if isinstance(answer, Problem):
+                    self._note(ga, gb, answer)
+                    continue
+                if answer is None:
+                    return ia, ib, verdict
+                if best is None or answer > best[0]:
+                    best = (answer, ia, ib, verdict)
+        return None if best is None else best[1:]
 
     # -------------------------------------------------------- horizontal
     def _steps(self) -> list[int]:
@@ -809,15 +802,19 @@ class _RegionScheduler:
         """The first group whose step lies in [first, last] that group ``i`` may join side by
         side and the policy lets it join (each legal one declined is noted)."""
         other = self.groups[i]
+        best: tuple[float, int] | None = None
         for j, grp in enumerate(self.groups):
             if j == i or not first <= step_of[j] <= last or self.legal.horizontal_problem(grp, other) is not None:
                 continue
             lanes = sorted(grp.lanes + other.lanes, key=min)
-            refused = self._declined_by_policy(MergeKind.HORIZONTAL, lanes, other.members, False)
-            if refused is None:
+            answer = self._proposal(MergeKind.HORIZONTAL, lanes, other.members, False)
+            if answer is None:
                 return j
-            self._note(*sorted((grp, other), key=lambda g: min(g.members)), refused)  # one note either way round
-        return None
+            if isinstance(answer, Problem):
+                self._note(*sorted((grp, other), key=lambda g: min(g.members)), answer)  # one note either way round
+            elif best is None or answer > best[0]:
+                best = (answer, j)
+        return None if best is None else best[1]
 
     def _merge_within(self, step_of: list[int], window) -> None:
         """Merge each group into the first compatible group whose step lies in ``window(i)``."""
@@ -881,6 +878,7 @@ def build_schedule(model: ProgramModel, uar: UAR, source: str, arrangement: str 
     if arrangement not in ARRANGEMENTS:
         raise ValueError(f"unknown arrangement {arrangement!r}; choose one of {', '.join(ARRANGEMENTS)}")
     policy = Greedy() if policy is None else policy
+    begin_program(policy, model)
     regions, refusals = find_regions(model, source)
     schedule = Schedule(regions=regions, refusals=list(refusals))
     for region in regions:
@@ -908,7 +906,7 @@ def wavefront_declined(model: ProgramModel, policy: FusionPolicy, group: FusionG
 def waves_declined(model: ProgramModel, policy: FusionPolicy, lanes: list[list[int]]) -> Refusal | None:
     """None when ``policy`` takes legal waves over ``lanes`` (a wavefront's lane, or the
     copies of a repeated layer pattern, one lane each); the refusal when it declines them."""
-    inst = {i.statement.index: i for i in model.launches}
+    inst = model.instances()
     merge = Merge.of(MergeKind.WAVEFRONT, [[inst[i] for i in lane] for lane in lanes], [], True)
     if accepts(policy, merge):
         return None

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 from sirius.analysis.managed_variables import MANAGED_HEADER
-from sirius.config import CompileFlags, Toolchain
-from sirius.errors import InputError, SiriusError
+from sirius.core.config import CompileFlags, Toolchain
+from sirius.core.errors import InputError, SiriusError
 
 T = TypeVar("T")
 
@@ -36,7 +36,7 @@ class CompileJob:
         for d in self.toolchain.extra_include_dirs:
             args += ["-isystem", d]
         # clang's CUDA mode ignores __managed__; the header makes it a device global
-        # marked as managed (see analysis/managed_variables.py)
+        # marked as managed (see managed_variables.py)
         args += ["-include", str(MANAGED_HEADER)]
         return args
 

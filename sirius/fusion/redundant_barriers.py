@@ -105,7 +105,7 @@ def _removable(inst: LaunchInstance, unneeded) -> frozenset[int]:
 def _own_barriers_to_remove(kernels: list[KernelIR], model: ProgramModel) -> dict[str, frozenset[int]]:
     """Per kernel (mangled name), the lines of its own barriers that no launch it runs for
     in a fused kernel needs, and that its source text shows unambiguously."""
-    insts = {i.statement.index: i for i in model.launches}
+    insts = model.instances()
     cache: dict = {}
     per_kernel: dict[str, frozenset[int]] = {}
     for k in kernels:
@@ -180,7 +180,7 @@ def without_covered_barriers(lane: Lane, points: set[int]) -> tuple[Lane, int]:
 def eliminate_redundant_barriers(kernels: list[KernelIR], model: ProgramModel) -> tuple[list[KernelIR], list[str]]:
     """The fused kernels without the barriers that order nothing (see the module docstring),
     and per kernel what went."""
-    insts = {i.statement.index: i for i in model.launches}
+    insts = model.instances()
     own = _own_barriers_to_remove(kernels, model)
     out, report = [], []
     for k in kernels:

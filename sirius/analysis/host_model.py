@@ -27,7 +27,7 @@ from sirius.analysis.evaluate import Evaluator, Formula, LoopInfo, Pointer, conj
 from sirius.analysis.ir import Arg, Block, Const, Function, Instr, Module, TypeLayout, Value, c_float_literal
 from sirius.analysis.managed_variables import mentioned_variable
 from sirius.analysis.symbolic import Expr
-from sirius.errors import InputError
+from sirius.core.errors import InputError
 
 _ALLOC_CALLS = {"cudaMalloc": 1, "cudaMallocManaged": 1, "cudaMallocAsync": 1}
 _SYNC_CALLS = {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaThreadSynchronize",

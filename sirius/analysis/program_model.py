@@ -20,6 +20,7 @@ import islpy as isl
 
 from sirius.analysis.evaluate import Formula, conjunction
 from sirius.analysis.frontend import CompileJob, compile_program
+from sirius.analysis.frontend_cache import cached_frontend
 from sirius.analysis.host_model import ArgValue, HostModel, HostStatement, build_host_model
 from sirius.analysis.ir import parse_module
 from sirius.analysis.kernel_model import (BLOCK_SYMBOLS, THREAD_SYMBOLS, Access, KernelModel, Param,
@@ -27,7 +28,7 @@ from sirius.analysis.kernel_model import (BLOCK_SYMBOLS, THREAD_SYMBOLS, Access,
 from sirius.analysis.managed_variables import managed_variables
 from sirius.analysis.source_index import KernelDecl, LaunchSite, SourceIndex, build_source_index
 from sirius.analysis.symbolic import Expr
-from sirius.errors import InputError
+from sirius.core.errors import InputError
 
 
 def demangler():
@@ -116,6 +117,17 @@ class ProgramModel:
     managed_variables: dict[str, int | None] = field(default_factory=dict)  # those __managed__: name -> line
     kernel_decls: dict[str, KernelDecl] = field(default_factory=dict)  # by mangled device name
     arch: str = "sm_90"  # the GPU architecture the program is compiled for
+
+    def instances(self) -> dict[int, LaunchInstance]:
+        """The launch instances by the index of their launch statement."""
+        return {i.statement.index: i for i in self.launches}
+
+    def launch(self, index: int) -> LaunchInstance:
+        """The launch instance of the launch statement ``index``."""
+        found = next((i for i in self.launches if i.statement.index == index), None)
+        if found is None:
+            raise KeyError(f"no launch statement {index}")
+        return found
 
 
 # ------------------------------------------------------------- isl building
@@ -242,7 +254,9 @@ def analyze_program(job: CompileJob, entry: str = "main",
     """Compile, index and model the program of ``job`` (frontend to launch instances).
     With ``kernels`` (a test of mangled names), only those kernels are modelled, and the
     source index reads declarations only: what the check of an emitted program needs."""
-    compiled, source = compile_program(job, lambda: build_source_index(job, bodies=kernels is None))
+    bodies = kernels is None
+    compiled, source = cached_frontend(job, bodies,
+                                       lambda: compile_program(job, lambda: build_source_index(job, bodies=bodies)))
     device = parse_module(compiled.device_ir, roots=kernels)
     host = parse_module(compiled.host_ir)
     demangle = demangler()

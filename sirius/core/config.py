@@ -6,6 +6,10 @@ Environment variables (each overridden by the matching command-line flag):
 ``SIRIUS_CUDA_PATH``  CUDA toolkit root (then ``CUDA_HOME``, ``CUDA_PATH``,
                       ``/usr/local/cuda``, the tree of ``nvcc`` on PATH)
 ``SIRIUS_CACHE``      cache folder for built CPU programs (default ``.sirius-cache``)
+``SIRIUS_FRONTEND_CACHE``  folder caching the frontend's IR and source index (off when unset;
+                      see ``sirius.analysis.frontend_cache``)
+``SIRIUS_VERIFY_EACH`` ``1``: check the kernel IR's invariants after every stage and pass
+                      (as ``sirius optimize --verify-each``)
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sirius.errors import ToolchainError
+from sirius.core.errors import ToolchainError
 
 DEFAULT_ARCH = "sm_90"
 

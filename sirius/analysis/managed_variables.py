@@ -22,11 +22,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import sirius
 from sirius.analysis.ir import Block, Module, Value
 
 ANNOTATION = "sirius.managed"  # the annotation MANAGED_HEADER puts on each variable
-MANAGED_HEADER = Path(sirius.__file__).resolve().parent / "runtime" / "clang" / "managed_variables.h"
+MANAGED_HEADER = Path(__file__).resolve().parent.parent / "runtime" / "clang" / "managed_variables.h"
 
 # one entry of @llvm.global.annotations: { ptr <variable>, ptr <annotation string>, ptr <file>, i32 <line>, ... }
 _ENTRY = re.compile(r"\{\s*ptr (?:addrspacecast \(ptr addrspace\(\d+\) )?@(?P<name>[\w.$]+|\"[^\"]+\")"

@@ -95,7 +95,7 @@ def plan_wavefront(model: ProgramModel, uar: UAR, region: Region, group: FusionG
     """A wavefront for ``group`` when it is legal and useful (see the module docstring)."""
     if len(region.loops) != 2 or set(group.launches) != set(region.launches):
         return None
-    insts = {i.statement.index: i for i in model.launches}
+    insts = model.instances()
     first = insts[group.launches[0]]
     o, i = region.loops
     why = lambda r: Refusal(tuple(group.launches), f"no wavefront over host loops: {r}")

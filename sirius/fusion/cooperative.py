@@ -48,6 +48,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sirius.analysis.program_model import ProgramModel
+from sirius.core.target import target_for
 from sirius.fusion.redundant_barriers import BARRIER_CALL
 from sirius.fusion.schedule import (FusionGroup, Refusal, Schedule, helper_reason, index_helpers,
                                      shared_limit_problem)
@@ -67,7 +68,7 @@ class CooperativeRegion:
 
 
 def _threads(model: ProgramModel, group: FusionGroup) -> int:
-    insts = {i.statement.index: i for i in model.launches}
+    insts = model.instances()
     return max(_product(insts[lane.launches[0]].statement.block.constant()) for lane in group.lanes)
 
 
@@ -77,7 +78,7 @@ def _product(d) -> int:
 
 def phases_problem(model: ProgramModel, schedule: Schedule, groups: list[FusionGroup]) -> str | None:
     """Why this region's groups cannot be phases of one cooperative kernel (None: they can)."""
-    insts = {i.statement.index: i for i in model.launches}
+    insts = model.instances()
     if any(g.id in schedule.wavefronts for g in groups):
         return "a wavefront runs in the region (its waves are launches of their own)"
     launches = [insts[i] for g in groups for i in g.launches]
@@ -153,7 +154,7 @@ def _narrow_problem(model: ProgramModel, launches, size: int) -> str | None:
 
 def _synchronizes(model: ProgramModel, group: FusionGroup) -> bool:
     """The group's blocks reach barriers: its kernels' own, or those placed between fragments."""
-    insts = {i.statement.index: i for i in model.launches}
+    insts = model.instances()
     return len(group.launches) > 1 or any(insts[i].kernel.barriers for i in group.launches)
 
 
@@ -163,7 +164,8 @@ def cooperative_threads(model: ProgramModel, groups: list[FusionGroup]) -> int |
     or why there is none."""
     sizes = {_threads(model, g) for g in groups if _synchronizes(model, g)}
     threads = max(sizes) if sizes else max(_threads(model, g) for g in groups)
-    return threads if threads <= 1024 else "the phases need more than 1024 threads per block"
+    limit = target_for(model.arch).max_block_threads
+    return threads if threads <= limit else f"the phases need more than {limit} threads per block"
 
 
 def plan_cooperative(model: ProgramModel, schedule: Schedule) -> tuple[list[CooperativeRegion], list[Refusal]]:

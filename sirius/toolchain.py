@@ -1,9 +1,10 @@
-"""Static figures of compiled kernels: SASS instructions, loads, barriers, registers, shared memory.
+"""The CUDA toolkit's programs as the check, the backends and the bench use them: finding
+nvcc and the other tools, what ptxas reports for each kernel, and static figures of the
+SASS (``kernel_figures``: instructions, loads, barriers; cuobjdump with nvdisasm come from
+the toolkit or the PyPI packages ``nvidia-cuda-cuobjdump`` and ``nvidia-cuda-nvdisasm``).
 
-``kernel_figures(source)`` compiles one program text with ``nvcc -cubin -Xptxas -v``
-and disassembles it with ``cuobjdump -sass``; no GPU is needed. nvcc, ptxas and
-cuobjdump (with nvdisasm) come from the CUDA toolkit or the PyPI packages
-``nvidia-cuda-cuobjdump`` and ``nvidia-cuda-nvdisasm``.
+It needs no GPU; it depends on the core only, so that fusion (the check of emitted
+programs) and the backends use one interface to the toolkit.
 """
 
 from __future__ import annotations
@@ -17,18 +18,20 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from sirius.backend.gpu import find_nvcc
-from sirius.errors import ToolchainError
+from sirius.core.config import find_cuda_path
+from sirius.core.errors import ToolchainError
 
 
-@dataclass(frozen=True)
-class KernelFigures:
-    instructions: int  # SASS instructions, NOPs excluded
-    ldg_constant: int  # global loads through the read-only data cache (LDG.E...CONSTANT)
-    ldg_plain: int
-    barriers: int  # BAR.SYNC
-    registers: int  # per thread, from ptxas -v
-    shared: int  # static shared memory bytes, from ptxas -v
+def find_nvcc(cuda_path: str | None = None) -> str:
+    """nvcc of the CUDA toolkit ``find_cuda_path`` finds, else the one on PATH."""
+    root = find_cuda_path(cuda_path)
+    nvcc = Path(root) / "bin" / "nvcc"
+    if nvcc.is_file():
+        return str(nvcc)
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    raise ToolchainError(f"error: nvcc not found (looked in {root}/bin and on PATH)")
 
 
 def find_tool(name: str) -> str:
@@ -42,6 +45,57 @@ def find_tool(name: str) -> str:
             return str(root / name)
     raise ToolchainError(f"error: {name} not found (install the CUDA toolkit, or pip install "
                          "nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    """What ptxas reports for one kernel."""
+
+    registers: int  # per thread
+    static_shared: int  # bytes
+
+
+def ptxas_resources(verbose_output: str) -> dict[str, KernelResources]:
+    """Each kernel's resources (by mangled name), from ``ptxas -v`` output."""
+    resources: dict[str, KernelResources] = {}
+    kernel = None
+    for line in verbose_output.splitlines():
+        m = re.search(r"Compiling entry function '([^']+)'", line)
+        if m:
+            kernel = m.group(1)
+            continue
+        m = re.search(r"Used (\d+) registers.*?(?:(\d+) bytes smem)?\s*$", line)
+        if m and kernel is not None:
+            resources[kernel] = KernelResources(int(m.group(1)), int(m.group(2) or 0))
+            kernel = None
+    return resources
+
+
+def compile_resources(source: Path, arch: str, preprocessor_args: list[str],
+                      cuda_path: str | None = None) -> dict[str, KernelResources] | None:
+    """Every kernel's resources in ``source``, from ``nvcc -cubin -Xptxas -v`` (None when
+    nvcc is not installed or cannot compile it)."""
+    try:
+        nvcc = find_nvcc(cuda_path)
+    except ToolchainError:
+        return None
+    with tempfile.TemporaryDirectory(prefix="sirius-ptxas-") as tmp:
+        cmd = [nvcc, f"-arch={arch}", "-cubin", "-Xptxas", "-v", "-w", *preprocessor_args,
+               str(source), "-o", str(Path(tmp) / "out.cubin")]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None
+    return ptxas_resources(proc.stderr)
+
+
+@dataclass(frozen=True)
+class KernelFigures:
+    instructions: int  # SASS instructions, NOPs excluded
+    ldg_constant: int  # global loads through the read-only data cache (LDG.E...CONSTANT)
+    ldg_plain: int
+    barriers: int  # BAR.SYNC
+    registers: int  # per thread, from ptxas -v
+    shared: int  # static shared memory bytes, from ptxas -v
 
 
 def kernel_figures(source: str, name: str = "program.cu", arch: str = "sm_90",
@@ -74,24 +128,9 @@ def kernel_figures(source: str, name: str = "program.cu", arch: str = "sm_90",
         if op.group(1).startswith("BAR.SYNC"):
             current["barriers"] += 1
     resources = ptxas_resources(build.stderr)
-    return {k: KernelFigures(**c, registers=resources.get(k, (0, 0))[0], shared=resources.get(k, (0, 0))[1])
+    return {k: KernelFigures(**c, registers=resources[k].registers if k in resources else 0,
+                           shared=resources[k].static_shared if k in resources else 0)
             for k, c in counts.items()}
-
-
-def ptxas_resources(verbose_output: str) -> dict[str, tuple[int, int]]:
-    """(registers per thread, static shared bytes) of each kernel, from ``ptxas -v`` output."""
-    resources: dict[str, tuple[int, int]] = {}
-    kernel = None
-    for line in verbose_output.splitlines():
-        m = re.search(r"Compiling entry function '([^']+)'", line)
-        if m:
-            kernel = m.group(1)
-            continue
-        m = re.search(r"Used (\d+) registers.*?(?:(\d+) bytes smem)?\s*$", line)
-        if m and kernel is not None:
-            resources[kernel] = (int(m.group(1)), int(m.group(2) or 0))
-            kernel = None
-    return resources
 
 
 def static_provenance(repo: Path) -> dict[str, str]:

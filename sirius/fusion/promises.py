@@ -198,7 +198,7 @@ def broken_promises(kernel: str, uses: list[PointerUse], restrict: set[str],
 # ------------------------------------------------------------------ the pass
 
 def group_uses(model: ProgramModel, group: FusionGroup) -> list[PointerUse]:
-    insts = {i.statement.index: i for i in model.launches}
+    insts = model.instances()
     uses = []
     for idx in group.launches:
         inst = insts[idx]
@@ -210,29 +210,29 @@ def group_uses(model: ProgramModel, group: FusionGroup) -> list[PointerUse]:
     return uses
 
 
-def keep_promises(kernels: list, model: ProgramModel, schedule: Schedule) -> tuple[list, dict]:
+def keep_promises(kernels: list, model: ProgramModel) -> tuple[list, dict, list]:
     """The fused kernels (``kernel_ir.KernelIR``) with the ``__restrict__`` qualifiers each
     keeps (those its fragments declared and the alias facts prove, none in a wave kernel),
-    and per group the qualifiers taken back. A group where a fragment's read-only-cache load
-    would read what another fragment writes is split back into single launches, with the
-    reason, and its kernel dropped (see the module docstring)."""
+    per group the qualifiers taken back, and the groups that cannot be fused with the
+    reason: those where a fragment's read-only-cache load would read what another fragment
+    writes (see the module docstring); their kernels are left out."""
     import dataclasses
 
-    out, dropped = [], {}
+    out, dropped, unfused = [], {}, []
     for k in kernels:
         wave = k.wave is not None
         restrict = set() if wave else {p.name for p in k.params if RESTRICT.search(p.ctype)}
         broken = broken_promises(k.name, group_uses(model, k.group), restrict, across_cells=wave)
         cached = [b for b in broken if b.promise == "read-only cache"]
         if cached:
-            split_group(schedule, k.group, cached[0].describe().split(": ", 1)[1])
+            unfused.append((k.group, cached[0].describe().split(": ", 1)[1]))
             continue
         kept = restrict - {b.pointer for b in broken}
         out.append(dataclasses.replace(k, params=tuple(dataclasses.replace(p, restrict=p.name in kept)
                                                        for p in k.params)))
         if broken:
             dropped[k.group.id] = tuple(broken)
-    return out, dropped
+    return out, dropped, unfused
 
 
 def split_group(schedule: Schedule, group: FusionGroup, reason: str) -> None:

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from sirius.analysis.frontend import CompileJob
-from sirius.errors import SiriusError
+from sirius.core.errors import SiriusError
 
 # the helpers the emitted program compares with: the expansion of a macro as a string, and
 # two such strings equal but for whitespace (constant expressions: nvcc folds the check)

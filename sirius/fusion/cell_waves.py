@@ -64,7 +64,6 @@ class CellWaves:
     allocations: tuple[str, ...]  # allocations whose base pointers the kernel needs
     regions: tuple[int, ...]  # the schedule's regions the loop body holds
     groups: tuple[FusionGroup, ...] = ()  # the phases' groups (the representative copy's part of the schedule's)
-    groups_before: tuple[FusionGroup, ...] = ()  # the schedule's groups before the waves took the loop
     persistent: bool = False  # all waves in one launch, a grid barrier between two waves
 
     @property
@@ -135,7 +134,7 @@ def _stride_problem(rep: Repetition) -> str | None:
 def _footprints(model: ProgramModel, rep: Repetition) -> tuple[dict[str, isl.Map], dict[str, isl.Map]] | str:
     """Reads and writes of the cells in memory other than the private temporaries, per
     allocation (and device global): ``{ [s, l] -> [byte] }``."""
-    insts = {i.statement.index: i for i in model.launches}
+    insts = model.instances()
     everything = isl.Map(f"{{ [s, l] -> [b] : 0 <= s < {rep.steps} and 0 <= l < {rep.copies} }}")
     reads: dict[str, isl.Map] = {}
     writes: dict[str, isl.Map] = {}
@@ -185,7 +184,7 @@ def plan_cell_waves(model: ProgramModel, schedule: Schedule, rep: Repetition) ->
     """The waves of ``rep``'s cells, or why not (see the module docstring)."""
     launches = tuple(idx for row in rep.statements for idx in row)
     why = lambda r: no_waves(launches, r)
-    insts = {i.statement.index: i for i in model.launches}
+    insts = model.instances()
     for idx in rep.statements[REPRESENTATIVE]:
         problem = fragment_problem(model, insts[idx])
         if problem is not None:
@@ -236,18 +235,11 @@ def plan_cell_waves(model: ProgramModel, schedule: Schedule, rep: Repetition) ->
 def install_cell_waves(schedule: Schedule, plan: CellWaves) -> None:
     """The loop's launches run as the waves of ``plan``: the phases' groups take the place
     of the loop's groups in the schedule."""
-    plan = replace(plan, groups_before=tuple(schedule.groups))
     body = {i for row in plan.repetition.statements for i in row}
     first = next(n for n, g in enumerate(schedule.groups) if set(g.launches) & body)
     rest = [g for g in schedule.groups if not set(g.launches) & body]
     schedule.groups = rest[:first] + list(plan.groups) + rest[first:]
     schedule.cell_waves[plan.regions[0]] = plan
-
-
-def uninstall_cell_waves(schedule: Schedule, plan: CellWaves) -> None:
-    """The loop's launches as the schedule had them before ``install_cell_waves``."""
-    schedule.cell_waves = {r: p for r, p in schedule.cell_waves.items() if p is not plan}
-    schedule.groups = list(plan.groups_before)
 
 
 def narrowest_block(model: ProgramModel, plan: CellWaves, phases: list) -> CellWaves:
@@ -257,7 +249,7 @@ def narrowest_block(model: ProgramModel, plan: CellWaves, phases: list) -> CellW
     are placed later); a phase that has no barrier after all, no shared memory and no
     warp operations can run its threads in turns in a smaller block (``fusion.cooperative``),
     so that the phases that do synchronize fill their blocks."""
-    insts = {i.statement.index: i for i in model.launches}
+    insts = model.instances()
 
     def kernels(lane):
         return [insts[f.launch].kernel for f in lane.fragments]

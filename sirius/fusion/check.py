@@ -27,18 +27,16 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sirius.analysis.frontend import CompileJob
 from sirius.analysis.program_model import ProgramModel, analyze_program
-from sirius.backend.gpu import find_nvcc
-from sirius.backend.sass import ptxas_resources
-from sirius.errors import InputError, SiriusError, ToolchainError
+from sirius.core.errors import InputError, SiriusError
+from sirius.core.target import target_for
 from sirius.fusion.promises import RESTRICT, broken_promises, pointer_uses
-from sirius.fusion.schedule import STATIC_SHARED_LIMIT, shared_opt_in_limit
+from sirius.toolchain import KernelResources, compile_resources
 
 FUSED_KERNEL = re.compile(r"^sirius_(fused|wave|coop|cells)_(\d+)$")  # coop, cells: N is the region, else the group
 GENERATED_KERNEL = re.compile(r"\bsirius_(?:fused|wave|coop|cells)_\d+\b")  # in a program's text
@@ -46,8 +44,6 @@ FUSED_MANGLED = re.compile(r"(?:^|\d)sirius_(?:fused|wave|coop|cells)_\d+")
 _FRAGMENT_PARAM = re.compile(r"^s(\d+)_")
 _OPT_IN = re.compile(r"cudaFuncSetAttribute\(\s*(\w+)\s*,\s*cudaFuncAttributeMaxDynamicSharedMemorySize\s*,"
                      r"\s*(\d+)\s*\)")
-REGISTER_FILE = 64 * 1024  # 32-bit registers one block may use (every architecture since sm_50)
-MAX_THREADS = 1024
 
 
 @dataclass(frozen=True)
@@ -60,49 +56,25 @@ class Violation:
     message: str
 
 
-@dataclass(frozen=True)
-class KernelFigures:
-    """What ptxas reports for one kernel."""
-
-    registers: int
-    static_shared: int
-
-
 @dataclass
 class CheckResult:
     violations: list[Violation] = field(default_factory=list)
     kernels_checked: int = 0
     ptxas: bool = False  # register and shared memory figures came from ptxas
     notes: list[str] = field(default_factory=list)
-    figures: dict[str, KernelFigures] = field(default_factory=dict)  # every kernel's, by mangled name (ptxas)
+    figures: dict[str, KernelResources] = field(default_factory=dict)  # every kernel's, by mangled name (ptxas)
 
 
-def ptxas_figures(job: CompileJob) -> dict[str, KernelFigures] | None:
+def ptxas_figures(job: CompileJob) -> dict[str, KernelResources] | None:
     """Registers and static shared memory of every kernel of ``job``'s program, from
     ``nvcc -cubin -Xptxas -v`` (None when nvcc is not installed or cannot compile it)."""
-    try:
-        nvcc = find_nvcc(job.toolchain.cuda_path)
-    except ToolchainError:
-        return None
-    with tempfile.TemporaryDirectory(prefix="sirius-ptxas-") as tmp:
-        cmd = [nvcc, f"-arch={job.flags.arch}", "-cubin", "-Xptxas", "-v", "-w", *job.flags.preprocessor_args(),
-               str(job.path), "-o", str(Path(tmp) / "out.cubin")]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        return None
-    return {k: KernelFigures(regs, smem) for k, (regs, smem) in ptxas_resources(proc.stderr).items()}
+    return compile_resources(job.path, job.flags.arch, job.flags.preprocessor_args(), job.toolchain.cuda_path)
 
 
-def registers_per_block(registers: int, threads: int) -> int:
-    """Registers a block takes: allocated per warp, in units of 256."""
-    warps = -(-threads // 32)
-    per_warp = -(-registers * 32 // 256) * 256
-    return warps * per_warp
-
-
-def check_model(model: ProgramModel, source: str, figures: dict[str, KernelFigures] | None) -> CheckResult:
+def check_model(model: ProgramModel, source: str, figures: dict[str, KernelResources] | None) -> CheckResult:
     """Every fused launch of an analysed emitted program, against its promises and limits."""
     result = CheckResult(ptxas=figures is not None, figures=dict(figures or {}))
+    target = target_for(model.arch)
     opted_in = {name: int(v) for name, v in _OPT_IN.findall(source)}
     done: set[tuple[str, int]] = set()
     for inst in model.launches:
@@ -130,17 +102,18 @@ def check_model(model: ProgramModel, source: str, figures: dict[str, KernelFigur
             found("threads", f"{name}: launched with {threads} threads per block, over its "
                              f"__launch_bounds__({inst.kernel.max_threads})")
         fig = (figures or {}).get(inst.kernel.mangled)
-        if fig is not None and threads is not None and registers_per_block(fig.registers, threads) > REGISTER_FILE:
+        if fig is not None and threads is not None and target.block_registers(fig.registers, threads) > \
+                target.max_block_registers:
             found("registers", f"{name}: {fig.registers} registers x {threads} threads exceed the register "
-                               f"file ({REGISTER_FILE} per block)")
+                               f"file ({target.max_block_registers} per block)")
         static = fig.static_shared if fig is not None else sum(s.bytes or 0 for s in inst.kernel.shared
                                                                if not s.dynamic)
         dynamic = inst.statement.shmem.constant_value() if inst.statement.shmem else 0
-        limit = shared_opt_in_limit(model.arch)
-        allowed = opted_in.get(name, STATIC_SHARED_LIMIT - static)
+        limit = target.shared_opt_in_limit
+        allowed = opted_in.get(name, target.static_shared_limit - static)
         if dynamic is not None and (dynamic > allowed or static + allowed > limit):
             found("shared memory", f"{name}: needs {static} bytes of static and {dynamic} of dynamic shared "
-                                   f"memory; the launch may have {STATIC_SHARED_LIMIT} bytes in all"
+                                   f"memory; the launch may have {target.static_shared_limit} bytes in all"
                                    + (f", {allowed} dynamic after the program's opt-in" if name in opted_in
                                       else " without cudaFuncSetAttribute(MaxDynamicSharedMemorySize)")
                                    + f", at most {limit} on {model.arch}")

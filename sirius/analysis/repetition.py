@@ -434,7 +434,7 @@ def find_repetition(model: ProgramModel) -> Repetition | NotALoop | None:
     """The first host loop whose body is copies of one launch pattern (module docstring):
     a ``Repetition``; ``NotALoop`` with the reason when its launches repeat in kernels and
     shapes but the copies are not one loop; None when no loop body repeats."""
-    insts = {i.statement.index: i for i in model.launches}
+    insts = model.instances()
     for info in model.host.loops:
         stmts = _loop_statements(model, info.iterator)
         launches = [s for s in stmts if s.kind == "launch"]
@@ -487,7 +487,7 @@ def find_repetition(model: ProgramModel) -> Repetition | NotALoop | None:
 def format_repetition(rep: Repetition, model: ProgramModel) -> str:
     """The loop body as the loop it is read as: one line per launch of the pattern, each
     argument as a function of ``step`` and ``layer``; then what is copied back after it."""
-    insts = {i.statement.index: i for i in model.launches}
+    insts = model.instances()
     step = {rep.iterator: Expr.sym("step"), LAYER: Expr.sym("layer")}
 
     def show(a: PatternArgument) -> str:

@@ -18,7 +18,8 @@ from typing import Callable
 
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.fusion.promises import fused_param_name, strip_restrict
-from sirius.fusion.schedule import FusionGroup, Schedule, needs_shared_opt_in, static_shared_bytes
+from sirius.core.target import needs_shared_opt_in
+from sirius.fusion.schedule import FusionGroup, Schedule, static_shared_bytes
 
 Dim3 = tuple[int, int, int]
 
@@ -244,7 +245,7 @@ def _shared_arrays(lanes: tuple[Lane, ...], insts) -> tuple[SharedArray, ...]:
 
 def lower_group(model: ProgramModel, schedule: Schedule, group: FusionGroup) -> KernelIR:
     """The fused kernel of ``group``, without barriers."""
-    insts = {i.statement.index: i for i in model.launches}
+    insts = model.instances()
     params: list[Param] = []
     for idx in group.launches:
         params += _params(insts[idx], model.kernel_decls[insts[idx].kernel.mangled])

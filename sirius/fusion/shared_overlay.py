@@ -54,7 +54,7 @@ def pooled_declaration(d: SharedDecl, offset: int, original: str) -> str:
 
 
 def _poolable(model: ProgramModel, kernels: list[KernelIR]) -> set[str]:
-    insts = {i.statement.index: i for i in model.launches}
+    insts = model.instances()
     in_waves = {insts[f.launch].kernel.mangled for k in kernels if k.wave is not None
                 for lane in k.lanes for f in lane.fragments}
     out = set()
@@ -114,7 +114,7 @@ def overlay_shared_memory(kernels: list[KernelIR], model: ProgramModel) -> tuple
     """Each fused kernel with its fragments' static shared arrays in one pool (see the module
     docstring), where that makes every fused kernel running them smaller; and per kernel the
     bytes saved."""
-    insts = {i.statement.index: i for i in model.launches}
+    insts = model.instances()
     poolable = _poolable(model, kernels)
     while True:  # a kernel is pooled everywhere or nowhere: drop those of a kernel the pool does not shrink
         results = [_pooled(k, model, poolable, insts) for k in kernels]

@@ -48,7 +48,7 @@ def _written(k: KernelIR, model: ProgramModel) -> set[str | None]:
 
 def _buffer_offsets(k: KernelIR, model: ProgramModel) -> dict[str, object]:
     """Each pointer parameter's symbolic byte offset into its allocation, where known."""
-    insts = {i.statement.index: i for i in model.launches}
+    insts = model.instances()
     out = {}
     for p in k.params:
         arg = argument_of(p, insts) if p.pointer else None

@@ -1,0 +1,66 @@
+"""A cache of the frontend's work on disk: clang's IR of both sides and the libclang source
+index of one compile job, so that a program analysed again (by another test, by the check
+of an emitted program written before, by a rerun) is read instead of compiled.
+
+Off unless ``SIRIUS_FRONTEND_CACHE`` names a folder (the test suite sets one for its run).
+An entry is keyed by everything the compile depends on that can be known before it runs:
+the clang command lines, the clang binary (path, size, modification time), the text of the
+main file and whether bodies were indexed. What is known only after (the files the main
+file includes) is stored in the entry with each file's size and modification time, and an
+entry whose files changed is not used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+from sirius.analysis.frontend import CompiledProgram, CompileJob
+from sirius.analysis.source_index import SourceIndex
+
+VERSION = 1  # of the entries' layout; raise when CompiledProgram or SourceIndex change shape
+
+
+def _stamp(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def _key(job: CompileJob, bodies: bool) -> str:
+    h = hashlib.sha256()
+    for part in (str(VERSION), *job.clang_command("device"), *job.clang_command("host"), *job.libclang_args(),
+                 str(bodies), repr(_stamp(job.toolchain.clang)), str(Path.cwd())):
+        h.update(part.encode() + b"\0")
+    h.update(job.path.read_bytes())
+    return h.hexdigest()
+
+
+def cached_frontend(job: CompileJob, bodies: bool,
+                    compute: Callable[[], tuple[CompiledProgram, SourceIndex]]
+                    ) -> tuple[CompiledProgram, SourceIndex]:
+    """``compute()`` (the frontend on ``job``), or what it returned before on the same inputs."""
+    folder = os.environ.get("SIRIUS_FRONTEND_CACHE")
+    if not folder or not job.path.is_file():
+        return compute()
+    entry = Path(folder) / f"{_key(job, bodies)}.pickle"
+    try:
+        stamps, compiled, index = pickle.loads(entry.read_bytes())
+        if all(_stamp(f) == s for f, s in stamps) and compiled.job == job:
+            return compiled, index
+    except (OSError, pickle.PickleError, EOFError, ValueError, TypeError, AttributeError):
+        pass
+    compiled, index = compute()
+    stamps = tuple((f, _stamp(f)) for f in index.included)
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
+    with os.fdopen(fd, "wb") as out:
+        pickle.dump((stamps, compiled, index), out)
+    os.replace(tmp, entry)  # whole or not at all: workers share the folder
+    return compiled, index

@@ -1,0 +1,85 @@
+"""The invariants of the fused-kernel IR, checked after a stage (``sirius optimize
+--verify-each``, or ``SIRIUS_VERIFY_EACH=1``, which the test suite sets).
+
+What every ``KernelIR`` between lowering and printing must be, whatever pass made it:
+
+- its parameters have distinct names; one the kernel defines itself is a constant or an
+  offset from a parameter the host passes, never both; a restrict one is a pointer the
+  host passes; a kernel run as waves keeps no restrict promise;
+- each lane holds fragments, starts where the lane before it ends, and has no more
+  threads than the kernel's block, which fits the target;
+- every launch of the group is one fragment, in exactly one lane; a fragment's
+  arguments are the kernel's parameters of its launch, in their order;
+- barriers sit between fragments (never two in a row), and each says what it orders;
+- shared arrays have distinct symbols and are used by launches of the group.
+
+``ir_violations`` returns what is broken (nothing: the IR is well formed).
+"""
+
+from __future__ import annotations
+
+from sirius.core.target import H100
+from sirius.fusion.kernel_ir import Barrier, KernelIR
+
+
+def kernel_violations(k: KernelIR) -> list[str]:
+    """What ``k`` breaks of the invariants above (empty: none)."""
+    found: list[str] = []
+    say = lambda what: found.append(f"{k.name}: {what}")  # noqa: E731
+    names = [p.name for p in k.params]
+    if len(set(names)) != len(names):
+        say(f"parameter names repeat: {sorted(n for n in set(names) if names.count(n) > 1)}")
+    passed = {p.name for p in k.params if p.passed}
+    for p in k.params:
+        if p.constant is not None and p.base is not None:
+            say(f"parameter {p.name} is both a constant and an offset from {p.base}")
+        if p.base is not None and p.base not in passed:
+            say(f"parameter {p.name} is an offset from {p.base}, which the host does not pass")
+        if p.restrict and not p.pointer:
+            say(f"parameter {p.name} is restrict but not a pointer")
+        if p.restrict and k.wave is not None:
+            say(f"parameter {p.name} is restrict in a kernel run as waves")
+    if not 0 < k.threads <= H100.max_block_threads:
+        say(f"{k.threads} threads per block")
+    launches = list(k.group.launches)
+    seen: list[int] = []
+    start = k.lanes[0].first_block if k.lanes else 0
+    for n, lane in enumerate(k.lanes):
+        if lane.first_block != start:
+            say(f"lane {n} starts at block {lane.first_block}, not {start} where the lane before ends")
+        start = lane.first_block + lane.blocks
+        if lane.threads > k.threads:
+            say(f"lane {n} has {lane.threads} threads, more than the kernel's {k.threads}")
+        if not lane.fragments:
+            say(f"lane {n} runs no fragment")
+        for a, b in zip(lane.body, lane.body[1:]):
+            if isinstance(a, Barrier) and isinstance(b, Barrier):
+                say(f"lane {n} has two barriers in a row")
+        for step in lane.body:
+            if isinstance(step, Barrier):
+                if not step.orders:
+                    say(f"lane {n} has a barrier that orders nothing")
+                continue
+            seen.append(step.launch)
+            expected = tuple(p.name for p in k.params_of(step.launch))
+            if step.args != expected:
+                say(f"fragment S{step.launch} takes {list(step.args)}, not its parameters {list(expected)}")
+    if sorted(seen) != sorted(launches):
+        say(f"fragments {sorted(seen)} are not the group's launches {sorted(launches)}")
+    symbols = [a.symbol for a in k.shared]
+    if len(set(symbols)) != len(symbols):
+        say(f"shared arrays repeat: {sorted(s for s in set(symbols) if symbols.count(s) > 1)}")
+    for a in k.shared:
+        if not set(a.users) <= set(launches):
+            say(f"shared array {a.symbol} is used by launches outside the group: "
+                f"{sorted(set(a.users) - set(launches))}")
+    return found
+
+
+def ir_violations(kernels: list[KernelIR]) -> list[str]:
+    """Every invariant any of ``kernels`` breaks, and kernel names used twice."""
+    found = [v for k in kernels for v in kernel_violations(k)]
+    names = [k.name for k in kernels if k.wave is None or k.name.startswith("sirius_wave_")]
+    if len(set(names)) != len(names):
+        found.append(f"kernel names repeat: {sorted(n for n in set(names) if names.count(n) > 1)}")
+    return found
