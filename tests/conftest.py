@@ -28,9 +28,12 @@ def _slow_tests() -> frozenset[str]:
 
 
 def pytest_collection_modifyitems(config, items):
+    """A listed id marks that test; a listed test without parameters marks every one of its
+    parametrizations (tests that share a module fixture costly to build: the first fast one
+    would pay for it)."""
     slow = _slow_tests()
     for item in items:
-        if item.nodeid in slow:
+        if item.nodeid in slow or item.nodeid.split("[", 1)[0] in slow:
             item.add_marker(pytest.mark.slow)
 
 
