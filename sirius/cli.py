@@ -70,9 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_execute", None):
         parser.print_help()
         return 2
-    if unknown:  # with the subcommand's own usage
+    if unknown:  # one line naming them, not the whole usage
         hint = "; arguments for the program go after --" if args.command in ("run", "verify") else ""
-        args._parser.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+        print(f"sirius {args.command}: error: unrecognized arguments: {' '.join(unknown)}{hint} "
+              f"(sirius {args.command} --help lists the options)", file=sys.stderr)
+        return 2
     args.program_args = program_args
     try:
         return int(args._execute(args) or 0)

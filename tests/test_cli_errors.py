@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -110,9 +111,39 @@ def test_nvcc_spellings_are_accepted():
     assert "note: ignored nvcc options -O3 -fopenmp" in proc.stderr
 
 
+@pytest.mark.toolchain
+def test_the_nvcc_flags_of_real_builds_pass_through_optimize_run_and_verify(tmp_path):
+    """Each is understood (the architecture of -gencode), kept for GPU builds (fast math, -G,
+    -lineinfo, -rdc) or accepted with no effect on the analysis; a note names them once."""
+    flags = ["--use_fast_math", "-lineinfo", "-G", "-gencode", "arch=compute_80,code=sm_80", "-rdc=true",
+             "--expt-relaxed-constexpr", "-maxrregcount", "64"]
+    out = tmp_path / "chain_opt.cu"
+    proc = sirius("optimize", CHAIN, *flags, "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "note: ignored nvcc option --expt-relaxed-constexpr" in proc.stderr
+    assert "--use_fast_math -G -lineinfo -rdc=true -maxrregcount=64: for GPU builds only" in proc.stderr
+    run = sirius("run", CHAIN, *flags)
+    assert run.returncode == 0 and "reference: OK" in run.stdout, run.stderr
+    verify = sirius("verify", CHAIN, str(out), *flags)
+    assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stderr
+    from sirius.commands.common import add_compile_flags, compile_flags_from_args
+    parser = argparse.ArgumentParser()
+    add_compile_flags(parser)
+    flags = compile_flags_from_args(parser.parse_args(flags))
+    assert flags.arch == "sm_80" and "-G" in flags.nvcc_options and "--use_fast_math" in flags.nvcc_options
+
+
+def test_options_that_change_what_the_analysis_assumes_or_are_unknown_are_refused_in_one_line():
+    stream = sirius("analyze", CHAIN, "--default-stream", "per-thread")
+    assert stream.returncode == 2 and "legacy default stream" in stream.stderr
+    unknown = sirius("optimize", CHAIN, "--bogus-flag", "-o", "-")
+    assert unknown.returncode == 2 and unknown.stderr.strip().splitlines() == [
+        "sirius optimize: error: unrecognized arguments: --bogus-flag (sirius optimize --help lists the options)"]
+
+
 def test_an_option_typo_is_not_passed_to_the_program():
     proc = sirius("verify", CHAIN, CHAIN, "--rtl", "1e-3")
-    assert proc.returncode == 2 and "usage: sirius verify" in proc.stderr
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "unrecognized arguments: --rtl 1e-3; arguments for the program go after --" in proc.stderr
 
 

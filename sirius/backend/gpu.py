@@ -64,6 +64,7 @@ def build_program(source: str | os.PathLike, flags: CompileFlags = CompileFlags(
            "-include", str(DUMP_HEADER)]
     cmd += [f"-I{d}" for d in flags.include_dirs]
     cmd += [f"-D{d}" for d in flags.defines]
+    cmd += list(flags.nvcc_options)
     cmd += [str(src), "-o", str(binary)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:

@@ -32,6 +32,9 @@ class CompileFlags:
     defines: tuple[str, ...] = ()
     std: str | None = None
     arch: str = DEFAULT_ARCH
+    # nvcc options that change only how nvcc builds for the GPU (--use_fast_math, -G,
+    # -lineinfo, -rdc=true, -maxrregcount=N): given to nvcc by the GPU backend, not to clang
+    nvcc_options: tuple[str, ...] = ()
 
     def preprocessor_args(self) -> list[str]:
         args = [f"-I{d}" for d in self.include_dirs]
