@@ -35,12 +35,12 @@ from sirius.fusion.cooperative import plan_cooperative
 from sirius.fusion.codegen import generate
 from sirius.fusion.host_constants import propagate_host_constants
 from sirius.fusion.kernel_ir import KernelIR, lower
-from sirius.fusion.promises import BrokenPromise, keep_promises, split_group
+from sirius.fusion.promises import BrokenPromise, keep_promises
 from sirius.fusion.read_once import read_shared_inputs_once
 from sirius.fusion.redundant_barriers import eliminate_redundant_barriers
 from sirius.fusion.policies import FusionPolicy, Greedy, policy_name
-from sirius.fusion.schedule import (Refusal, RefusalKind, Schedule, build_schedule, wavefront_declined,
-                                    waves_declined)
+from sirius.fusion.schedule import (Refusal, RefusalKind, Schedule, build_schedule, split_group,
+                                    wavefront_declined, waves_declined)
 from sirius.fusion.shared_overlay import overlay_shared_memory
 from sirius.fusion.verify_ir import ir_violations
 from sirius.fusion.wavefront import Wavefront, plan_wavefront

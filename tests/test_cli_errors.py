@@ -129,8 +129,8 @@ def test_the_nvcc_flags_of_real_builds_pass_through_optimize_run_and_verify(tmp_
     from sirius.commands.common import add_compile_flags, compile_flags_from_args
     parser = argparse.ArgumentParser()
     add_compile_flags(parser)
-    flags = compile_flags_from_args(parser.parse_args(flags))
-    assert flags.arch == "sm_80" and "-G" in flags.nvcc_options and "--use_fast_math" in flags.nvcc_options
+    parsed = compile_flags_from_args(parser.parse_args(flags))
+    assert parsed.arch == "sm_80" and "-G" in parsed.nvcc_options and "--use_fast_math" in parsed.nvcc_options
 
 
 def test_options_that_change_what_the_analysis_assumes_or_are_unknown_are_refused_in_one_line():

@@ -122,13 +122,6 @@ class ProgramModel:
         """The launch instances by the index of their launch statement."""
         return {i.statement.index: i for i in self.launches}
 
-    def launch(self, index: int) -> LaunchInstance:
-        """The launch instance of the launch statement ``index``."""
-        found = next((i for i in self.launches if i.statement.index == index), None)
-        if found is None:
-            raise KeyError(f"no launch statement {index}")
-        return found
-
 
 # ------------------------------------------------------------- isl building
 

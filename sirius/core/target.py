@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 KB = 1024
 STATIC_SHARED_LIMIT = 48 * KB  # a block's shared memory without the opt-in, on every architecture
+MAX_BLOCK_THREADS = 1024  # threads per block, on every architecture
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,7 @@ class Target:
     name: str
     arch: str = "sm_90"
     # limits of one launch
-    max_block_threads: int = 1024
+    max_block_threads: int = MAX_BLOCK_THREADS
     static_shared_limit: int = STATIC_SHARED_LIMIT
     shared_opt_in_limit: int = 227 * KB  # with cudaFuncSetAttribute(MaxDynamicSharedMemorySize)
     max_block_registers: int = 64 * KB  # 32-bit registers (every architecture since sm_50)

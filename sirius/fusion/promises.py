@@ -34,7 +34,7 @@ import islpy as isl
 
 from sirius.analysis.kernel_model import ANY_BUFFER
 from sirius.analysis.program_model import AccessMap, LaunchInstance, ProgramModel
-from sirius.fusion.schedule import FusionGroup, Lane, Refusal, Schedule
+from sirius.fusion.schedule import FusionGroup
 
 RESTRICT = re.compile(r"\b__restrict(?:__)?\b")
 
@@ -233,18 +233,6 @@ def keep_promises(kernels: list, model: ProgramModel) -> tuple[list, dict, list]
         if broken:
             dropped[k.group.id] = tuple(broken)
     return out, dropped, unfused
-
-
-def split_group(schedule: Schedule, group: FusionGroup, reason: str) -> None:
-    """Leave ``group``'s launches unfused, each a group of its own at the group's place (the
-    group's members ran in program order among themselves, so this order is legal)."""
-    at = schedule.groups.index(group)
-    next_id = max(g.id for g in schedule.groups) + 1
-    singles = [FusionGroup(next_id + k, group.region, (Lane((i,)),), group.step)
-               for k, i in enumerate(sorted(group.launches))]
-    schedule.groups[at:at + 1] = singles
-    schedule.wavefronts.pop(group.id, None)
-    schedule.refusals.append(Refusal(tuple(sorted(group.launches)), reason))
 
 
 def strip_restrict(text: str) -> str:

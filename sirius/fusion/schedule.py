@@ -898,6 +898,18 @@ def build_schedule(model: ProgramModel, uar: UAR, source: str, arrangement: str 
     return schedule
 
 
+def split_group(schedule: Schedule, group: FusionGroup, reason: str) -> None:
+    """Leave ``group``'s launches unfused, each a group of its own at the group's place (the
+    group's members ran in program order among themselves, so this order is legal), with
+    ``reason`` as the refusal: a late fact (``pipeline.LateFact``) honoured by the schedule."""
+    at = schedule.groups.index(group)
+    next_id = max(g.id for g in schedule.groups) + 1
+    singles = [FusionGroup(next_id + k, group.region, (Lane((i,)),), group.step)
+               for k, i in enumerate(sorted(group.launches))]
+    schedule.groups[at:at + 1] = singles
+    schedule.refusals.append(Refusal(tuple(sorted(group.launches)), reason))
+
+
 def wavefront_declined(model: ProgramModel, policy: FusionPolicy, group: FusionGroup) -> Refusal | None:
     """None when ``policy`` takes the legal wavefront of ``group``; the refusal when it declines it."""
     return waves_declined(model, policy, [list(lane.launches) for lane in group.lanes])

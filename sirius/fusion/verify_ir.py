@@ -18,7 +18,7 @@ What every ``KernelIR`` between lowering and printing must be, whatever pass mad
 
 from __future__ import annotations
 
-from sirius.core.target import H100
+from sirius.core.target import MAX_BLOCK_THREADS
 from sirius.fusion.kernel_ir import Barrier, KernelIR
 
 
@@ -39,7 +39,7 @@ def kernel_violations(k: KernelIR) -> list[str]:
             say(f"parameter {p.name} is restrict but not a pointer")
         if p.restrict and k.wave is not None:
             say(f"parameter {p.name} is restrict in a kernel run as waves")
-    if not 0 < k.threads <= H100.max_block_threads:
+    if not 0 < k.threads <= MAX_BLOCK_THREADS:
         say(f"{k.threads} threads per block")
     launches = list(k.group.launches)
     seen: list[int] = []

@@ -345,24 +345,25 @@ def run_bench(folder: Path, options: BenchOptions = BenchOptions(), progress=Non
         built = build_all(manifest.programs, manifest, nvcc, work, cache=options.build_cache, purposes=purposes)
         if options.verify_only:
             rows = _judge_all(manifest, built, options, nvcc, work, say)
-        for k, program in enumerate(() if options.verify_only else manifest.programs, start=1):
-            say(f"[{k}/{len(manifest.programs)}] {program.name}")
-            if program.error is not None:
-                rows.append(build_row(program, None, None, None, bandwidth))
-                continue
-            folder_k = work / f"p{k}"
-            folder_k.mkdir()
-            verdict = original = optimized = error = None
-            try:
-                verdict = _judge(program, built, options, nvcc, manifest, folder_k)
-                original_run = _time(harness, library, "original", program, built, options, folder_k)
-                optimized_run = _time(harness, library, "optimized", program, built, options, folder_k)
-                device = device or _field(original_run, "device")
-                original, optimized = timing_of(original_run), timing_of(optimized_run)
-            except (SiriusError, subprocess.TimeoutExpired, OSError) as err:
-                error = str(err).strip()[-1500:]
-            rows.append(build_row(program, original, optimized, verdict, bandwidth, error))
-            shutil.rmtree(folder_k, ignore_errors=True)
+        else:
+            for k, program in enumerate(manifest.programs, start=1):
+                say(f"[{k}/{len(manifest.programs)}] {program.name}")
+                if program.error is not None:
+                    rows.append(build_row(program, None, None, None, bandwidth))
+                    continue
+                folder_k = work / f"p{k}"
+                folder_k.mkdir()
+                verdict = original = optimized = error = None
+                try:
+                    verdict = _judge(program, built, options, nvcc, manifest, folder_k)
+                    original_run = _time(harness, library, "original", program, built, options, folder_k)
+                    optimized_run = _time(harness, library, "optimized", program, built, options, folder_k)
+                    device = device or _field(original_run, "device")
+                    original, optimized = timing_of(original_run), timing_of(optimized_run)
+                except (SiriusError, subprocess.TimeoutExpired, OSError) as err:
+                    error = str(err).strip()[-1500:]
+                rows.append(build_row(program, original, optimized, verdict, bandwidth, error))
+                shutil.rmtree(folder_k, ignore_errors=True)
     torch_rows, torch_note = _torch_rows(manifest, options, say)
     notes += [torch_note] if torch_note else []
     return BenchResult(_machine_facts(device, nvcc), bandwidth, tuple(rows), tuple(torch_rows), tuple(notes),
