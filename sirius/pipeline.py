@@ -38,6 +38,7 @@ from sirius.fusion.kernel_ir import KernelIR, lower
 from sirius.fusion.promises import BrokenPromise, keep_promises
 from sirius.fusion.read_once import read_shared_inputs_once
 from sirius.fusion.redundant_barriers import eliminate_redundant_barriers
+from sirius.fusion.region_paths import regions_of
 from sirius.fusion.policies import FusionPolicy, Greedy, policy_name
 from sirius.fusion.schedule import (Refusal, RefusalKind, Schedule, build_schedule, split_group,
                                     wavefront_declined, waves_declined)
@@ -461,6 +462,8 @@ def report(state: OptimizeState) -> dict[str, Any]:
         # launches that follow one another, left apart with no refusal naming them (must stay empty)
         "apart_without_reason": [[{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].statement.line}
                                   for i in pair] for pair in pairs_without_reason(state)],
+        # what the optimized program's path counters count (region_paths): verify's counts refer to these
+        "fused_regions": [dataclasses.asdict(r) for r in regions_of(state.output)],
         "passes": [{"name": p.name, "enabled": p.name in state.passes,
                     "changes": state.pass_changes.get(p.name, [])} for p in KERNEL_PASSES],
         "promise_check": None if state.check is None and not state.check_findings else {

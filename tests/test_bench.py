@@ -7,7 +7,7 @@ and PyTorch measurements) is not run here."""
 from __future__ import annotations
 
 import argparse
-
+import dataclasses
 import json
 import re
 import struct
@@ -193,6 +193,22 @@ def test_an_incomplete_timing_or_a_failure_claims_no_speedup():
     assert failed.result == "ERROR" and failed.speedup_direct is None
     unprepared = build_row(BenchProgram("c", "c.cu", None, None, error="optimize failed: x"), None, None, None, None)
     assert unprepared.result == "ERROR" and unprepared.error == "optimize failed: x"
+
+
+def test_a_run_that_took_only_the_original_code_of_a_region_claims_no_speedup():
+    def paths(runs, fused_runs):
+        return {"region": 0, "kind": "fused", "line": 7, "kernels": ["a", "b"], "runs": runs, "fused_runs": fused_runs,
+                "paths": {"original code: guard failed": runs - fused_runs} if runs > fused_runs else
+                {"fused launches": runs}, "guard_failed_on": {}}
+    fell_back = dataclasses.replace(EQUAL, region_paths=(paths(1, 0),))
+    row = build_row(program("softmax"), ORIGINAL, OPTIMIZED, fell_back, 4000.0)
+    assert row.result == "FALLBACK" and row.speedup_direct is None and row.speedup_vs_original_graph is None
+    tested = dataclasses.replace(EQUAL, region_paths=(paths(1, 1),))
+    assert build_row(program("softmax"), ORIGINAL, OPTIMIZED, tested, 4000.0).speedup_direct == 3.0
+    result = BenchResult(MachineFacts("NVIDIA H200", "580", "13.0", "13.0", 132, "9.0", "13.0"), 4000.0, (row,))
+    assert result.exit_status == 0  # equal results: nothing wrong, only nothing fused measured
+    assert ("softmax: FALLBACK, no speedup claimed: 1 of 1 fused regions ran only their original code "
+            "(region 0: original code: guard failed)") in render_table(result)
 
 
 def test_no_bandwidth_or_no_compulsory_bytes_leaves_the_floor_blank():

@@ -32,12 +32,15 @@ def test_a_program_that_verifies_and_meets_the_threshold_passes(tmp_path):
     assert "pass launch-reduction: 4 -> 1 launches per run: 4.00x, above the threshold by 0.00" in proc.stdout
     assert "sirius_fused_0" in out.read_text()  # -o keeps the optimized program
     data = json.loads(js.read_text())
+    assert "pass fused-code: 1 of 1 fused regions took their fused path in the verified run" in proc.stdout
     assert data["passed"] and [(c["name"], c["passed"]) for c in data["checks"]] == [
-        ("verify", True), ("launch-reduction", True)]
-    assert data["checks"][1]["value"] == 4.0 and data["report"]["launches_after"] == 1
+        ("verify", True), ("fused-code", True), ("launch-reduction", True)]
+    assert data["checks"][2]["value"] == 4.0 and data["report"]["launches_after"] == 1
+    assert [(r["kind"], r["paths"]) for r in data["region_paths"]] == [("fused", {"fused launches": 1})]
     suite = ET.parse(junit).getroot()
-    assert suite.tag == "testsuite" and suite.get("tests") == "2" and suite.get("failures") == "0"
-    assert [c.get("name").split(":")[0] for c in suite.iter("testcase")] == ["verify", "launch-reduction"]
+    assert suite.tag == "testsuite" and suite.get("tests") == "3" and suite.get("failures") == "0"
+    assert [c.get("name").split(":")[0] for c in suite.iter("testcase")] == ["verify", "fused-code",
+                                                                             "launch-reduction"]
 
 
 def test_a_threshold_that_fails_exits_1_and_says_by_how_much(tmp_path):
@@ -99,3 +102,17 @@ def test_a_measured_speedup_threshold_without_a_gpu_is_bad_input():
     proc = subprocess.run([SIRIUS, "check", CHAIN, "--min-speedup", "1.1"], capture_output=True, text=True,
                           env={**os.environ, "PATH": "/usr/bin:/bin"})  # no nvidia-smi
     assert proc.returncode == 2 and "needs a GPU to measure on" in proc.stderr and "--predicted" in proc.stderr
+
+
+def test_a_verification_that_ran_no_fused_code_fails_the_check(tmp_path):
+    """Built so that no cooperative launch is possible (as on a device without them), the
+    cooperative region runs its original launches: equal, but nothing fused was compared."""
+    js = tmp_path / "check.json"
+    proc = sirius("check", str(ROOT / "cuda_inputs" / "dependent_pair.cu"), "--cooperative",
+                  "-DSIRIUS_COOPERATIVE_MAX_BLOCKS=0", "--json", str(js))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "pass verify: result: all equal" in proc.stdout
+    assert "FAIL fused-code: 0 of 1 fused regions took their fused path in the verified run" in proc.stdout
+    assert "original code: no cooperative launch on this device 1" in proc.stdout
+    (region,) = json.loads(js.read_text())["region_paths"]
+    assert region["kind"] == "cooperative" and region["fused_runs"] == 0 and region["runs"] == 1

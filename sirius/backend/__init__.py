@@ -45,4 +45,9 @@ verify`` set them from their options; documented here):
 ``SIRIUS_DUMP``         file receiving every device-to-host copy
 ``SIRIUS_LAUNCH_LOG``   file receiving the name of every kernel launched, a line each
 ``SIRIUS_ERROR_FILE``   file receiving the message of a fatal runtime error
+
+Read by optimized programs on either backend (``sirius/fusion/region_paths.py``):
+
+``SIRIUS_PATH_COUNTS``  file to which the program appends, at exit, how often each
+                        fused region took each path
 """

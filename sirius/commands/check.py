@@ -10,6 +10,11 @@ backend unless ``--backend gpu``), then each threshold asked for:
                              one by one, medians), or with --predicted the cost model's estimate
                              (sirius/tuning/cost_model.py); the check says which
 
+A verification that ran no fused code is no evidence: the ``fused-code`` check fails when the
+optimized program has fused regions and, in the verified run, none took its fused path, or one
+ran and only ever took its original launches (a guard failed, or no cooperative launch),
+unless ``--allow-fallback``.
+
 The optimized program is written to ``-o`` only when every check passes. Every
 check is reported on one line with its value, its threshold and by how much
 it passed or failed; ``--json FILE`` writes the same as JSON (with the optimizer's
@@ -46,6 +51,7 @@ from sirius.tuning.cost_model import predict_program
 from sirius.commands.run import PROGRAM_ARGS_NOTE
 from sirius.core.config import resolve_toolchain
 from sirius.core.errors import InputError
+from sirius.fusion import region_paths
 from sirius.fusion.includes import relocate_includes
 from sirius.pipeline import OptimizeState, report, run_pipeline
 
@@ -75,6 +81,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "or predicted with --predicted)")
     parser.add_argument("--predicted", action="store_true",
                         help="take --min-speedup's times from the cost model instead of measuring them")
+    parser.add_argument("--allow-fallback", action="store_true",
+                        help="pass even when the verified run took no fused region's fused path")
     parser.add_argument("--json", metavar="FILE", help="write the checks and the optimizer's report as JSON")
     parser.add_argument("--junit", metavar="FILE", help="write the checks as a JUnit XML test suite")
     add_fusion_options(parser)
@@ -122,18 +130,33 @@ def _speedup_check(state, program: Path, optimized: Path, args: argparse.Namespa
     return Check("speedup", factor >= threshold, round(factor, 4), threshold, f"{factor:.2f}x, {basis}; {verdict}")
 
 
-def _verify_check(args: argparse.Namespace, original: Path, optimized: Path) -> Check:
+def _verify_check(args: argparse.Namespace, original: Path, optimized: Path) -> tuple[Check, list]:
+    """The verification's verdict, and per fused region the paths its optimized run took."""
     ns = argparse.Namespace(**vars(args))
     ns.original, ns.optimized = str(original), str(optimized)
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        status = verify.execute(ns)
+        status, runs = verify.verify_programs(ns)
     text = printed.getvalue()
     result = next((line for line in reversed(text.splitlines()) if line.startswith("result:")), "")
     detail = (result or "no result line") + f" ({args.backend} backend)"
     if status != 0:
         detail += "\n" + text.rstrip()
-    return Check("verify", status == 0, None, None, detail)
+    return Check("verify", status == 0, None, None, detail), runs
+
+
+def _fused_code_check(runs: list, allow_fallback: bool) -> Check:
+    """Whether the verified run took the fused path of its fused regions."""
+    untested = region_paths.fallback_only(runs)
+    fused = sum(1 for rr in runs if rr.fused_runs)
+    detail = f"{fused} of {len(runs)} fused regions took their fused path in the verified run"
+    for rr in untested:
+        why = "; ".join(f"guard failed {n}x on {c or 'a condition not recorded'}" for c, n in rr.failed.items())
+        detail += (f"\n  region {rr.region.id} (line {rr.region.line}): "
+                   + (", ".join(f"{p} {n}" for p, n in rr.paths.items()) or "not reached") + (f"; {why}" if why else ""))
+    if untested and allow_fallback:
+        detail += "\n  (allowed by --allow-fallback)"
+    return Check("fused-code", not untested or allow_fallback, float(fused), None, detail)
 
 
 def _junit(program: str, checks: list[Check]) -> str:
@@ -177,7 +200,8 @@ def execute(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="sirius-check-") as tmp:
         optimized = Path(tmp) / program.name  # quoted includes re-pointed from where each copy lies
         optimized.write_text(relocate_includes(state.output, program, Path(tmp))[0])
-        checks.insert(0, _verify_check(args, program, optimized))
+        verified, runs = _verify_check(args, program, optimized)
+        checks[:0] = [verified] + ([_fused_code_check(runs, args.allow_fallback)] if runs else [])
         if args.min_speedup is not None:
             checks.append(_speedup_check(state, program, optimized, args))
     ok = all(c.passed for c in checks)
@@ -188,7 +212,7 @@ def execute(args: argparse.Namespace) -> int:
         print(f"  {'pass' if c.passed else 'FAIL'} {c.name}: {c.detail}")
     if json_file is not None or args.json == "-":
         text = json.dumps({"program": str(program), "passed": ok, "checks": [asdict(c) for c in checks],
-                           "report": rep}, indent=2) + "\n"
+                           "region_paths": [rr.to_json() for rr in runs], "report": rep}, indent=2) + "\n"
         json_file.write_text(text) if json_file is not None else sys.stdout.write(text)
     if junit_file is not None or args.junit == "-":
         text = _junit(str(program), checks)

@@ -18,6 +18,13 @@ falsifies, and launches a GPU would reject (registers, threads, shared
 memory). Running on the CPU backend cannot find these, so a violation fails
 the verification by itself.
 
+The optimized program counts which path each fused region took (the fused code, or the
+original launches because a guard condition failed or the device launches nothing
+cooperatively: ``fusion/region_paths.py``); verify prints per region how many times each
+ran and which condition failed, and warns when no fused code ran at all, or a region ran
+only its original launches: such a run compared nothing fused (a build without the ``-D``
+values the program was optimized with, say).
+
 Exit status: 0 when everything agrees; 1 when something differs (naming the
 buffer, the first differing index and both values), the optimized program
 fails at run time (e.g. a divergent barrier) or breaks a promise; 2 when a
@@ -28,6 +35,7 @@ program cannot be built, the original fails or exits with a nonzero status, or
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -40,6 +48,7 @@ from sirius.commands.run import PROGRAM_ARGS_NOTE, add_backend_arguments, build
 from sirius.core.config import resolve_toolchain
 from sirius.core.errors import SiriusError
 from sirius.fusion.check import GENERATED_KERNEL, CheckResult, check_program
+from sirius.fusion import region_paths
 
 HELP = "run an original and an optimized program on the same inputs and compare their results"
 
@@ -67,6 +76,12 @@ def _tail(text: str, lines: int = 15) -> str:
 
 
 def execute(args: argparse.Namespace) -> int:
+    return verify_programs(args)[0]
+
+
+def verify_programs(args: argparse.Namespace) -> tuple[int, list[region_paths.RegionRuns]]:
+    """Builds, runs and compares the two programs, printing the verdict; the exit status,
+    and per fused region of the optimized program the paths its run took."""
     prog_args = list(getattr(args, "program_args", []))
     if args.rtol < 0 or args.atol < 0:
         raise SiriusError("error: --rtol and --atol must not be negative")
@@ -81,14 +96,17 @@ def execute(args: argparse.Namespace) -> int:
     # One worker thread unless asked otherwise: blocks then run in a fixed
     # order, so results that depend on it (float atomics) repeat bit for bit.
     threads = 1 if args.threads is None and args.backend == "cpu" else args.threads
+    regions = region_paths.regions_of(Path(args.optimized).read_text(errors="replace"))
     with tempfile.TemporaryDirectory(prefix="sirius-verify-") as tmp:
         for k, b in enumerate(built):
-            dump = Path(tmp) / f"copies-{k}.bin"
+            dump, paths = Path(tmp) / f"copies-{k}.bin", Path(tmp) / f"paths-{k}.txt"
             r = cpu.run_program(b.binary, prog_args, capture=True, timeout=args.timeout,
-                                threads=threads, dump=dump)
+                                threads=threads, dump=dump, env={**os.environ, region_paths.ENVIRONMENT: str(paths)})
             r.extra["copies"] = compare.read_dump(dump) if not r.timed_out else []
+            r.extra["paths"] = region_paths.read_counts(paths)
             results.append(r)
     orig, opt = results
+    runs = region_paths.summarize(regions, opt.extra["paths"] or {})
     print(f"verify: {args.original} (original) vs {args.optimized} (optimized), "
           f"{args.backend} backend")
     if isinstance(checked, str):
@@ -110,7 +128,7 @@ def execute(args: argparse.Namespace) -> int:
         if opt.stderr.strip():
             print(_tail(opt.stderr))
         print("result: DIFFERENT")
-        return 1
+        return 1, runs
     report = compare.compare_runs(
         orig.extra["copies"], opt.extra["copies"],
         stdout_original=None if args.ignore_output else orig.stdout,
@@ -118,12 +136,25 @@ def execute(args: argparse.Namespace) -> int:
         status_original=orig.returncode, status_optimized=opt.returncode,
         rtol=args.rtol, atol=args.atol)
     print(report.render())
+    _print_paths(regions, runs, opt.extra["paths"], args.optimized)
     if not isinstance(checked, str) and checked.violations:
         print(f"promise check failed: {len(checked.violations)} violations a GPU would act on (see above)")
         sys.stdout.flush()
-        return 1
+        return 1, runs
     sys.stdout.flush()
-    return 0 if report.ok else 1
+    return (0 if report.ok else 1), runs
+
+
+def _print_paths(regions, runs, counts, program: str) -> None:
+    """Per fused region, the paths the optimized run took; warnings when it ran no fused code."""
+    if not regions:
+        return
+    if counts is None:
+        print(f"fused regions: {len(regions)}; the optimized program wrote no path counts (it did not exit "
+              "normally, or was built with SIRIUS_NO_PATH_COUNTS)")
+        return
+    lines, warnings = region_paths.render(runs, Path(program).name)
+    print("\n".join(lines + warnings))
 
 
 def _promise_check(args: argparse.Namespace) -> CheckResult | str:

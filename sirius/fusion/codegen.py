@@ -29,6 +29,7 @@ from sirius.fusion import kernel_ir as ir
 from sirius.fusion.kernel_ir import KernelIR, phases_shared
 from sirius.fusion.promises import strip_restrict
 from sirius.fusion.redundant_barriers import BARRIER_CALL, drop_barrier_lines
+from sirius.fusion.region_paths import PathKind, RegionSlots, RegionTable
 from sirius.fusion.shared_overlay import POOL_ALIGNMENT, pool_layout, pooled_declaration
 from sirius.core.target import needs_shared_opt_in
 from sirius.fusion.schedule import FusionGroup, Schedule
@@ -400,11 +401,11 @@ def _cell_wave_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
             f"{_signature(plan.name, params, plan.threads)} {{\n" + "\n".join(locals_ + body) + "\n}\n")
 
 
-def _cell_checks(plan, insts, source: bytes, build: list[str]) -> tuple[str, list[str]]:
+def _cell_checks(plan, insts, source: bytes, build: list[str], slots: RegionSlots) -> tuple[str, list[str]]:
     """The loop run once without launching (when the ``build`` conditions hold): each
     launch's shape and arguments compared with what the pattern gives its cell, the
-    allocations' base pointers taken from them; sets ``sirius_cells_ok``. Also the
-    conditions, as text for the report."""
+    allocations' base pointers taken from them; sets ``sirius_cells_ok`` (each condition
+    counted in ``slots`` when it fails). Also the conditions, as text for the report."""
     rep = plan.repetition
     loop = rep.loop.range
     checks, described = [], list(build)
@@ -423,20 +424,30 @@ def _cell_checks(plan, insts, source: bytes, build: list[str]) -> tuple[str, lis
                 conds.append(f"sirius_same_bits(sirius_a{idx}_{j}, {arg.text})")
         described += conds
         checks.append((inst, "", conds))
-    nest = _checking_nest(loop, checks, source)
     expected = rep.steps * rep.copies * rep.period
     bases = "".join(f"char* {_base(a)} = nullptr; " for a in plan.allocations)
-    guard = (f"{bases}bool sirius_cells_ok = {' && '.join(build) or 'true'}; long long sirius_checked = 0;\n"
-             "  /* sirius: the loop once without launching, to check the values the waves assume */\n"
-             f"  if (sirius_cells_ok) {nest.decode()}\n"
-             f"  sirius_cells_ok = sirius_cells_ok && sirius_checked == {expected}LL;\n")
-    return guard, described
+    return bases + _checked_loop(loop, checks, expected, "waves", source, build, slots), described
 
 
-def _cell_wave_host(plan, phases: list[KernelIR], guard: str, source: bytes) -> str:
+def _checked_loop(loop, checks, expected: int, what: str, source: bytes, build: list[str],
+                  slots: RegionSlots) -> str:
+    """Host code setting ``sirius_cells_ok``: the ``build`` conditions, then the loop nest
+    (range ``loop``) once with its launches replaced by ``checks`` (``_checking_nest``),
+    then that it issued ``expected`` launches; each condition counted in ``slots`` when it
+    fails."""
+    head = f"bool sirius_cells_ok = {slots.guard(build)}; long long sirius_checked = 0;\n"
+    nest = _checking_nest(loop, [(inst, prefix, [slots.holds(c) for c in conds]) for inst, prefix, conds in checks],
+                          source)
+    return (head + f"  /* sirius: the loop once without launching, to check the values the {what} assume */\n"
+            f"  if (sirius_cells_ok) {nest.decode()}\n"
+            f"  sirius_cells_ok = sirius_cells_ok && {slots.holds(f'sirius_checked == {expected}LL')};\n")
+
+
+def _cell_wave_host(plan, phases: list[KernelIR], guard: str, source: bytes, slots: RegionSlots) -> str:
     """The host code replacing the loop: ``guard`` (``_cell_checks``), then the wave loop,
     one cooperative launch per wave, where the loop's values are those the waves assume and
-    the device launches cooperative kernels; else the loop as written."""
+    the device launches cooperative kernels; else the loop as written. The path taken is
+    counted in ``slots``."""
     rep = plan.repetition
     blocks = max(sum(lane.blocks for lane in k.lanes) for k in phases) * min(rep.steps, rep.copies)
     static, dynamic = phases_shared(phases)
@@ -460,8 +471,9 @@ def _cell_wave_host(plan, phases: list[KernelIR], guard: str, source: bytes) -> 
     return (f"{{ /* sirius: waves of cells: the loop body is {rep.copies} copies (layers) of {rep.period} launches; "
             f"{how} */\n  " + guard +
             "  " + _cooperative_grid(plan.name, plan.threads, static, dynamic, blocks) +
-            "  if (sirius_cells_ok && sirius_coop && sirius_grid > 0) {\n" + launch +
+            f"  if (sirius_cells_ok && sirius_coop && sirius_grid > 0) {{\n  {slots.took(PathKind.WAVES)}\n" + launch +
             "  } else { /* sirius: not the values optimized for, or no cooperative launches: the loop as written */\n"
+            f"  if (sirius_cells_ok) {slots.took(PathKind.NO_COOPERATIVE)} else {slots.fell_back()}\n"
             f"{_line_directive(loop.line)}{' ' * (loop.column - 1)}{original}\n  }}\n}}")
 
 
@@ -614,11 +626,12 @@ def _checking_nest(loop, checks, source: bytes) -> bytes:
     return nest
 
 
-def _wave_guard(group: FusionGroup, wave, insts, source: bytes, build: list[str]) -> tuple[str, list[str]]:
+def _wave_guard(group: FusionGroup, wave, insts, source: bytes, build: list[str],
+                slots: RegionSlots) -> tuple[str, list[str]]:
     """The loop nest run once without launching (when the ``build`` conditions hold): every
     launch's shape and arguments are evaluated where they stood and compared with what the
     wave kernel assumes for that cell (see ``_cell_assumptions``), and the cells are
-    counted. Sets ``sirius_cells_ok``."""
+    counted. Sets ``sirius_cells_ok``, each condition counted in ``slots`` when it fails."""
     loop = wave.outer_loop.range
     checks, described = [], list(build)
     for idx in group.launches:
@@ -629,13 +642,8 @@ def _wave_guard(group: FusionGroup, wave, insts, source: bytes, build: list[str]
                         for model_name, written in zip((wave.outer, wave.inner), wave.source_iterators)
                         if model_name != written)
         checks.append((inst, names, conds))
-    nest = _checking_nest(loop, checks, source)
     expected = wave.extents[0] * wave.extents[1] * len(group.launches)
-    guard = (f"bool sirius_cells_ok = {' && '.join(build) or 'true'}; long long sirius_checked = 0;\n"
-             "  /* sirius: the loop nest once without launching, to check the values the wavefront assumes */\n"
-             f"  if (sirius_cells_ok) {nest.decode()}\n"
-             f"  sirius_cells_ok = sirius_cells_ok && sirius_checked == {expected}LL;\n")
-    return guard, described
+    return _checked_loop(loop, checks, expected, "wavefront's cells", source, build, slots), described
 
 
 def _issue(group: FusionGroup, insts, fused: dict[int, KernelIR]) -> str:
@@ -647,10 +655,12 @@ def _issue(group: FusionGroup, insts, fused: dict[int, KernelIR]) -> str:
     return f"{opt_in}{k.name}<<<{k.grid_text}, {k.block_text}, {k.dynamic_shared}>>>({args})"
 
 
-def _wave_kernel(k: KernelIR, insts, decls, source: bytes, build: list[str]) -> tuple[str, str]:
+def _wave_kernel(k: KernelIR, insts, decls, source: bytes, build: list[str],
+                 slots: RegionSlots) -> tuple[str, str, list[str]]:
     """The kernel running one anti-diagonal of a loop nest, and the host code replacing the
     nest: the wave loop where the nest's values are those the wavefront assumes, else the
-    nest as written."""
+    nest as written; the path taken counted in ``slots``. Also the guard's conditions, as
+    text for the report."""
     wave, lane = k.wave, k.lanes[0]
     (gx, gy, gz), (bx, by, bz) = lane.grid, lane.block
     per_cell = lane.blocks
@@ -677,12 +687,12 @@ def _wave_kernel(k: KernelIR, insts, decls, source: bytes, build: list[str]) -> 
               f"with {wave.outer} + {wave.inner} = sirius_w\n"
               f"{_signature(k.name, params, k.threads)} {{\n" + "\n".join(body) + "\n}\n")
     bases = ", ".join(["sirius_w", "sirius_lo"] + [f"(char*){a}" for a in wave.allocations])
-    guard, _ = _wave_guard(k.group, wave, insts, source, build)
+    guard, described = _wave_guard(k.group, wave, insts, source, build, slots)
     loop = wave.outer_loop.range
     original = source[loop.start_offset:loop.end_offset].decode()
     host = (f"{{ /* sirius: wavefront over ({wave.outer}, {wave.inner}): the {len(lane.fragments)} launches of each "
             f"iteration are one fused launch, and all iterations on one anti-diagonal share it */\n  {guard}"
-            "  if (sirius_cells_ok) {\n"
+            f"  if (sirius_cells_ok) {{\n  {slots.took(PathKind.WAVEFRONT)}\n"
             + (f"  {{ {_shared_opt_in(k.name, k.dynamic_shared, k.group.id)}}}\n" if k.shared_opt_in else "") +
             f"  {wave.wave_for} {{\n"
             f"    const int sirius_lo = {wave.lo};\n"
@@ -690,8 +700,42 @@ def _wave_kernel(k: KernelIR, insts, decls, source: bytes, build: list[str]) -> 
             f"    {k.name}<<<dim3((unsigned)(sirius_hi - sirius_lo + 1) * {per_cell}u), dim3({bx}, {by}, {bz}), "
             f"{k.dynamic_shared}>>>({bases});\n  }}\n"
             "  } else { /* sirius: not the values optimized for: the loop nest as written */\n"
+            f"  {slots.fell_back()}\n"
             f"{_line_directive(loop.line)}{' ' * (loop.column - 1)}{original}\n  }}\n}}")
-    return kernel, host
+    return kernel, host, described
+
+
+def _open_region(table: RegionTable, kind: str, launches, insts) -> RegionSlots:
+    """The counters of a region of ``launches`` (see region_paths), its conditions
+    described in the program's own terms."""
+    first = insts[launches[0]].statement.line
+    return table.open(kind, first, [insts[i].kernel.name for i in launches], lambda c: _readable(c, insts))
+
+
+_TEMPORARY = re.compile(r"\bsirius_(?:a(\d+)_(\d+)|([gbs])(\d+))\b")
+_SAME_TOKENS = re.compile(r"sirius_same_tokens\(SIRIUS_STR\((\w+)\), (.*)\)$")
+
+
+def _readable(condition: str, insts) -> str:
+    """A guard condition in the program's terms: a temporary as the argument or launch
+    shape it holds, with the launch's line; a build-macro comparison as what it asks."""
+    macro = _SAME_TOKENS.fullmatch(condition)
+    if macro:
+        return f"{macro[1]} expands to {macro[2]} as when optimized"
+    checked = re.fullmatch(r"sirius_checked == (\d+)LL", condition)
+    if checked:
+        return f"the loop issues {checked[1]} launches, as when optimized"
+
+    def name(m: re.Match) -> str:
+        if m[1] is not None:
+            inst = insts.get(int(m[1]))
+            args = inst.site.args if inst is not None and inst.site is not None else ()
+            text = args[int(m[2])] if int(m[2]) < len(args) else f"argument {m[2]}"
+            return f"`{text}`@{inst.statement.line if inst is not None else '?'}"
+        inst = insts.get(int(m[4]))
+        what = {"g": "grid", "b": "block", "s": "shared_bytes"}[m[3]]
+        return f"{what}@{inst.statement.line if inst is not None else '?'}"
+    return _TEMPORARY.sub(name, condition)
 
 
 def _build_conditions(model: ProgramModel, launches, macros: dict[str, str]) -> list[str]:
@@ -744,6 +788,7 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
                     kernels_text.append(text)
     fused: dict[int, KernelIR] = {}
     edits: list[tuple[int, int, str]] = []
+    table = RegionTable()
     phases_of = {region: [k for k in kernels if k.group.id in plan.phases]
                  for region, plan in schedule.cooperative.items()}
     for region, plan in schedule.cooperative.items():
@@ -752,11 +797,13 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
         phases = [k for k in kernels if k.group.id in plan.phases]
         kernels_text.append(_cell_wave_kernel(plan, phases, insts, decls))
         launches = [i for row in plan.repetition.statements for i in row]
-        guard, described = _cell_checks(plan, insts, source.encode(), _build_conditions(model, launches, macros))
+        slots = _open_region(table, "waves", launches, insts)
+        guard, described = _cell_checks(plan, insts, source.encode(), _build_conditions(model, launches, macros),
+                                        slots)
         for k in phases:
             fused[k.group.id] = dataclasses.replace(k, assumptions=tuple(described))
         loop = plan.repetition.loop.range
-        edits.append((loop.start_offset, loop.end_offset, _cell_wave_host(plan, phases, guard, source.encode())))
+        edits.append((loop.start_offset, loop.end_offset, _cell_wave_host(plan, phases, guard, source.encode(), slots)))
     for k in kernels:
         if isinstance(k.wave, CellWaves):
             continue
@@ -765,9 +812,9 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
             continue
         if k.wave is not None:
             build = _build_conditions(model, k.group.launches, macros)
-            _, described = _wave_guard(k.group, k.wave, insts, source.encode(), build)
+            slots = _open_region(table, "wavefront", k.group.launches, insts)
+            text, host, described = _wave_kernel(k, insts, decls, source.encode(), build, slots)
             fused[k.group.id] = k = dataclasses.replace(k, assumptions=tuple(described))
-            text, host = _wave_kernel(k, insts, decls, source.encode(), build)
             kernels_text.append(text)
             loop = k.wave.outer_loop.range
             edits.append((loop.start_offset, loop.end_offset, host))
@@ -786,6 +833,9 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
         for g in groups:
             if g.id in fused:
                 fused[g.id] = dataclasses.replace(fused[g.id], assumptions=tuple(guard))
+        slots = _open_region(table, "cooperative" if region.id in schedule.cooperative else "fused",
+                             region.launches, insts)
+        checked = slots.guard(guard)
         for idx in region.launches:
             inst = insts[idx]
             text = f"/* sirius: {inst.site.kernel} launch rescheduled */ " + _temporaries(inst, True)
@@ -793,14 +843,17 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
                 plan = schedule.cooperative[region.id]
                 original = "; ".join(_original_launch(insts[i]) for i in region.launches)
                 launch = _cooperative_launch(plan, phases_of[region.id])
-                text += (f"; if ({' && '.join(guard) or 'true'}) {{ /* sirius: one cooperative launch */ {launch} "
-                         f"if (!sirius_coop_done) {{ {original}; }} }} "
-                         f"else {{ /* sirius: not the shapes optimized for: the original launches */ {original}; }}")
+                text += (f"; if ({checked}) {{ /* sirius: one cooperative launch */ {launch} "
+                         f"if (!sirius_coop_done) {{ {slots.took(PathKind.NO_COOPERATIVE)} {original}; }} "
+                         f"else {slots.took(PathKind.COOPERATIVE)} }} "
+                         f"else {{ /* sirius: not the shapes optimized for: the original launches */ "
+                         f"{slots.fell_back()} {original}; }}")
             elif idx == last:
                 issue = "; ".join(_issue(g, insts, fused) for g in groups)
                 original = "; ".join(_original_launch(insts[i]) for i in region.launches)
-                text += (f"; if ({' && '.join(guard) or 'true'}) {{ /* sirius: fused launches */ {issue}; }} "
-                         f"else {{ /* sirius: not the shapes optimized for: the original launches */ {original}; }}")
+                text += (f"; if ({checked}) {{ /* sirius: fused launches */ {slots.took(PathKind.FUSED)} {issue}; }} "
+                         f"else {{ /* sirius: not the shapes optimized for: the original launches */ "
+                         f"{slots.fell_back()} {original}; }}")
             edits.append((inst.site.range.start_offset, inst.site.range.end_offset, text))
 
     data = source.encode()
@@ -822,10 +875,12 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
     helpers = ("#ifndef sirius_floord\n#define sirius_floord(n, d) (((n) < 0) ? -((-(n) + (d) - 1) / (d)) : (n) / (d))\n"
                "#define sirius_min(a, b) ((a) < (b) ? (a) : (b))\n#define sirius_max(a, b) ((a) > (b) ? (a) : (b))\n"
                "#endif\n" + SAME_BITS_HELPER + STRINGIZE + SAME_TOKENS)
-    if schedule.cooperative or schedule.cell_waves:  # first, before the program's own macros can rename it
-        # (with the barrier of narrow phases, which fragments written after their kernels call)
-        edits.append((0, 0, "#include <cooperative_groups.h>  // sirius: cooperative launches below\n"
-                      + (BLOCK_SYNC_HELPER if narrow else "")))
+    top = table.header() if table.slots else ""  # first, before the program's own macros can rename what it uses
+    if schedule.cooperative or schedule.cell_waves:  # (with the barrier of narrow phases, which fragments
+        # written after their kernels call)
+        top += "#include <cooperative_groups.h>  // sirius: cooperative launches below\n" + (
+            BLOCK_SYNC_HELPER if narrow else "")
+    edits.append((0, 0, top))
     block = ("\n\n// ---- kernels generated by sirius ----\n" + helpers + "\n".join(kernels_text)
              + "// ---- end of generated kernels ----\n").encode()
     edits.append((insert_at, insert_at, block.decode()))

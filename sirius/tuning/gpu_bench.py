@@ -30,6 +30,7 @@ no GPU, the manifest is missing, or a program cannot be built or run.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import hashlib
 import importlib.util
@@ -50,6 +51,7 @@ from typing import Sequence
 from sirius.backend import gpu
 from sirius.backend.compare import Report, compare_runs, read_dump
 from sirius.core.errors import InputError, SiriusError
+from sirius.fusion import region_paths
 from sirius.tuning.torch_baselines import TorchRow
 
 MANIFEST_NAME = "manifest.json"
@@ -169,6 +171,15 @@ class Verdict:
     detail: str
     max_abs_diff: float | None = None
     contraction: bool = False  # unequal, but bit-exact when both are built with -fmad=false
+    # per fused region of the optimized program, the paths its judged run took (region_paths)
+    region_paths: tuple[dict, ...] = ()
+
+    @property
+    def fused_code_ran(self) -> bool:
+        """Whether the judged run took the fused path of every fused region that ran (true
+        for a program without fused regions): else it compared fallback code."""
+        return all(r["fused_runs"] or not r["runs"] for r in self.region_paths) and (
+            not self.region_paths or any(r["fused_runs"] for r in self.region_paths))
 
 
 @dataclass(frozen=True)
@@ -199,6 +210,8 @@ class BenchRow:
             return "-"
         if self.verdict.contraction:
             return "FMA"
+        if self.verdict.equal and not self.verdict.fused_code_ran:
+            return "FALLBACK"
         return "equal" if self.verdict.equal else "WRONG"
 
 
@@ -218,6 +231,7 @@ def build_row(program: BenchProgram, original: Timing | None, optimized: Timing 
     failed) claims no speedup and no fraction of the floor."""
     error = error if error is not None else program.error
     claim = (error is None and verdict is not None and (verdict.equal or verdict.contraction)
+             and verdict.fused_code_ran
              and not (original and original.incomplete) and not (optimized and optimized.incomplete))
     o, p = original or Timing(None, None), optimized or Timing(None, None)
     floor_us = (round(program.compulsory_bytes / (bandwidth_gbps * 1e3), 3)
@@ -476,14 +490,18 @@ def _binary(built: dict[BuildRequest, Path | SiriusError], request: BuildRequest
 def _judge_once(program: BenchProgram, binaries: dict[str, Path], options: BenchOptions, work: Path) -> Verdict:
     runs = {}
     for role in ("original", "optimized"):
-        dump = work / f"{role}.dump"
-        runs[role] = (_run(binaries[role], {"SIRIUS_DUMP": str(dump)}, work, options.timeout_s), dump)
+        dump, paths = work / f"{role}.dump", work / f"{role}.paths"
+        env = {"SIRIUS_DUMP": str(dump), region_paths.ENVIRONMENT: str(paths)}
+        runs[role] = (_run(binaries[role], env, work, options.timeout_s), dump)
     (a, dump_a), (b, dump_b) = runs["original"], runs["optimized"]
     if a.returncode != 0:  # nothing to compare against: the row is an error, not a wrong result
         raise SiriusError(f"the original program exits with status {a.returncode}: {a.stderr.strip()[-800:]}")
-    return judge_dumps(dump_a, dump_b, stdout_original=a.stdout, stdout_optimized=b.stdout,
-                       status_original=a.returncode, status_optimized=b.returncode,
-                       rtol=options.rtol, atol=options.atol)
+    verdict = judge_dumps(dump_a, dump_b, stdout_original=a.stdout, stdout_optimized=b.stdout,
+                          status_original=a.returncode, status_optimized=b.returncode,
+                          rtol=options.rtol, atol=options.atol)
+    regions = region_paths.regions_of(program.optimized.read_text(errors="replace")) if program.optimized else []
+    runs_of = region_paths.summarize(regions, region_paths.read_counts(work / "optimized.paths") or {})
+    return dataclasses.replace(verdict, region_paths=tuple(r.to_json() for r in runs_of))
 
 
 def _judge(program: BenchProgram, built: dict, options: BenchOptions, nvcc: str, manifest: Manifest,
@@ -678,6 +696,11 @@ def render_table(result: BenchResult) -> str:
             lines.append(f"{r.program}: FMA, the times stand: {r.verdict.detail}")
         elif r.verdict is not None and not r.verdict.equal:
             lines.append(f"{r.program}: WRONG, no speedup claimed: {r.verdict.detail}")
+        elif r.verdict is not None and not r.verdict.fused_code_ran:
+            untested = [p for p in r.verdict.region_paths if p["runs"] and not p["fused_runs"]]
+            lines.append(f"{r.program}: FALLBACK, no speedup claimed: {len(untested)} of "
+                         f"{len(r.verdict.region_paths)} fused regions ran only their original code ("
+                         + "; ".join(f"region {p['region']}: {', '.join(p['paths'])}" for p in untested) + ")")
         for tag, t in (("original", r.original), ("optimized", r.optimized)):
             if t is not None and t.incomplete:
                 lines.append(f"{r.program}: {tag} timing incomplete, no speedup claimed: {t.incomplete}")
@@ -692,7 +715,8 @@ def render_table(result: BenchResult) -> str:
                   "honest baseline: the original replayed as a CUDA Graph also saves launch overhead without fusing; "
                   "'predicted direct' is the cost model's speedup direct (sirius/tuning/cost_model.py), not measured; "
                   "floor = compulsory DRAM bytes / measured bandwidth, 'of floor' = floor / the optimized program's "
-                  "best time; a WRONG or ERROR row claims no speedup; FMA: the results differ under nvcc's default "
+                  "best time; a WRONG or ERROR row claims no speedup, nor does a FALLBACK row (equal, but a fused region ran "
+                  "only its original code: a guard failed or no cooperative launch); FMA: the results differ under nvcc's default "
                   "-fmad=true but are bit-exact when both programs are built with -fmad=false"]
     return "\n".join(lines) + "\n"
 
@@ -721,6 +745,7 @@ def result_json(result: BenchResult) -> dict:
             "speedup_direct_vs_original_graph": r.speedup_vs_original_graph,
             "result": r.result, "correctness": r.verdict.detail if r.verdict else None,
             "max_abs_diff": r.verdict.max_abs_diff if r.verdict else None,
+            "region_paths": list(r.verdict.region_paths) if r.verdict else None,
             "compulsory_bytes": r.compulsory_bytes, "floor_us": r.floor_us, "floor_fraction": r.floor_fraction,
             "predicted": r.predicted, "predicted_speedup_direct": _predicted_ratio(r, "direct"),
             "predicted_speedup_graph": _predicted_ratio(r, "graph"), "error": r.error})

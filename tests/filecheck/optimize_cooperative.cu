@@ -6,6 +6,7 @@
 // first 64 threads; the host falls back to the original launches when the device cannot
 // launch cooperatively.
 //
+// CHECK: // sirius-regions: {"version":1,"regions":[{"id":0,"kind":"cooperative",
 // CHECK: #include <cooperative_groups.h>  // sirius: cooperative launches below
 // CHECK-LABEL: {{^}}__global__ void __launch_bounds__(256) sirius_coop_0(const float * s{{[0-9]+}}_x,
 // CHECK: // phase 0: scale, block_sums (64 blocks)
@@ -23,7 +24,8 @@
 // CHECK: cudaOccupancyMaxActiveBlocksPerMultiprocessor(&sirius_per_sm, sirius_coop_0, 256, 0);
 // CHECK-SAME: if (sirius_grid > 64u) sirius_grid = 64u;
 // CHECK: cudaLaunchCooperativeKernel(sirius_coop_0, dim3(sirius_grid), dim3(256), sirius_args, 0, 0)
-// CHECK-SAME: if (!sirius_coop_done) { scale<<<
+// CHECK-SAME: if (!sirius_coop_done) { sirius_took(4); scale<<<
+// CHECK-SAME: } else sirius_took(1); } else { /* sirius: not the shapes optimized for: the original launches */ sirius_fell_back(5, {{[0-9]+}}); scale<<<
 #include <cstdio>
 #include <cuda_runtime.h>
 

@@ -52,4 +52,4 @@ int main() {
 // CHECK-NEXT: sirius_frag_gemv(blockIdx, threadIdx, dim3(128, 1, 1), dim3(2, 1, 1), [[W2]], [[X2]], [[Y2]], [[ROWS2]]);
 // CHECK-NEXT: sirius_frag_add(blockIdx, threadIdx, dim3(128, 1, 1), dim3(2, 1, 1), [[A]], [[B]], [[OUT]], [[N]]);
 // CHECK: int main() {
-// CHECK: if ({{.*}}(const char*)(sirius_a{{[0-9]+}}_0) - (const char*)(sirius_a{{[0-9]+}}_0) == 65536{{.*}}) { /* sirius: fused launches */ sirius_fused_0<<<sirius_g{{[0-9]+}}, sirius_b{{[0-9]+}}, 0>>>(sirius_a{{[0-9]+}}_0, sirius_a{{[0-9]+}}_1, sirius_a{{[0-9]+}}_2, sirius_a{{[0-9]+}}_2); }
+// CHECK: if ({{.*}}(const char*)(sirius_a{{[0-9]+}}_0) - (const char*)(sirius_a{{[0-9]+}}_0) == 65536{{.*}}) { /* sirius: fused launches */ sirius_took(0); sirius_fused_0<<<sirius_g{{[0-9]+}}, sirius_b{{[0-9]+}}, 0>>>(sirius_a{{[0-9]+}}_0, sirius_a{{[0-9]+}}_1, sirius_a{{[0-9]+}}_2, sirius_a{{[0-9]+}}_2); }

@@ -26,14 +26,16 @@
 // CHECK-NEXT: sirius_base_t0[0 + sirius_i] = sirius_scratch[512 + sirius_i];
 // CHECK-LABEL: sirius: waves of cells: the loop body is 3 copies (layers) of 2 launches
 // CHECK: sirius: the loop once without launching, to check the values the waves assume
-// CHECK: sirius_checked == 30LL;
+// CHECK: sirius_cells_ok = sirius_cells_ok && sirius_holds({{[0-9]+}}, (sirius_checked == 30LL));
 // CHECK: if (sirius_cells_ok && sirius_coop && sirius_grid > 0) {
+// CHECK-NEXT: sirius_took(2);
 // CHECK-NEXT: for (int sirius_w = 0; sirius_w <= 6; sirius_w += 1) {
 // CHECK-NEXT: int sirius_lo = sirius_max(0, sirius_w - 4);
 // CHECK-NEXT: int sirius_hi = sirius_min(2, sirius_w);
 // CHECK: cudaLaunchCooperativeKernel(sirius_cells_0, dim3(sirius_grid), dim3(64), sirius_args, 0, 0);
 // CHECK: } else { /* sirius: not the values optimized for, or no cooperative launches: the loop as written */
-// CHECK-NEXT: {{^}}#line 72{{$}}
+// CHECK-NEXT: if (sirius_cells_ok) sirius_took(4); else sirius_fell_back(5, {{[0-9]+}});
+// CHECK-NEXT: {{^}}#line 74{{$}}
 #include <cstdio>
 #include <cstdlib>
 #include <cuda_runtime.h>

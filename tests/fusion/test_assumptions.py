@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from sirius.fusion.region_paths import ENVIRONMENT, read_counts, regions_of, summarize
+
 ROOT = Path(__file__).resolve().parents[2]
 SIRIUS = str(Path(sys.executable).parent / "sirius")
 CHAIN = ROOT / "cuda_inputs" / "elementwise_chain.cu"
@@ -25,9 +27,10 @@ def sirius(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
                           env={**os.environ, **(env or {})})
 
 
-def _launched(program: Path, tmp_path: Path, *defines: str) -> list[str]:
+def _launched(program: Path, tmp_path: Path, *defines: str, paths: Path | None = None) -> list[str]:
     log = tmp_path / f"launches{len(defines)}.txt"
-    proc = sirius("run", str(program), *defines, env={"SIRIUS_LAUNCH_LOG": str(log)})
+    env = {"SIRIUS_LAUNCH_LOG": str(log), **({ENVIRONMENT: str(paths)} if paths else {})}
+    proc = sirius("run", str(program), *defines, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return log.read_text().split()
 
@@ -40,6 +43,10 @@ def test_fused_at_the_sizes_optimized_for_original_launches_at_others(tmp_path):
     assert _launched(out, tmp_path, "-DNUM_ELEMS=1000") == ["scale2", "add", "relu", "square_plus_one"]
     proc = sirius("verify", str(CHAIN), str(out), "-DNUM_ELEMS=1000")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    # equal, but nothing fused was compared: verify says so, and which condition sent it back
+    assert "0 of them took their fused path" in proc.stdout, proc.stdout
+    assert "original code: guard failed 1" in proc.stdout and "warning: no fused code ran" in proc.stdout
+    assert 'guard failed 1x on: NUM_ELEMS expands to "(1 << 16)" as when optimized' in proc.stdout, proc.stdout
 
 
 def test_a_wavefront_runs_where_the_nest_is_the_one_optimized_for(tmp_path):
@@ -49,11 +56,16 @@ def test_a_wavefront_runs_where_the_nest_is_the_one_optimized_for(tmp_path):
     out = tmp_path / "lstm.opt.cu"
     proc = sirius("optimize", str(lstm), "-o", str(out), *small)
     assert proc.returncode == 0 and "sirius_wave_0" in proc.stdout, proc.stdout + proc.stderr
-    assert _launched(out, tmp_path, *small) == ["sirius_wave_0"] * (6 + 4 - 1)
+    counts = tmp_path / "paths.txt"
+    assert _launched(out, tmp_path, *small, paths=counts) == ["sirius_wave_0"] * (6 + 4 - 1)
+    (wavefront,) = summarize(regions_of(out.read_text()), read_counts(counts))
+    assert wavefront.paths == {"wavefront": 1}
     other = ("-DSTEPS=3", "-DCELLS=4", "-DHIDDEN=32")
     assert _launched(out, tmp_path, *other) == (["gemv"] * 8 + ["solve"]) * 3 * 4
     proc = sirius("verify", str(lstm), str(out), *other)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "region 0 (wavefront, lstm.opt.cu:" in proc.stdout and "warning: no fused code ran" in proc.stdout
+    assert "guard failed 1x on: the loop issues 216 launches, as when optimized" in proc.stdout, proc.stdout
 
 
 def test_a_launch_shape_from_argv_is_unknown_not_a_number(tmp_path):

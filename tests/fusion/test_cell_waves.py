@@ -67,7 +67,7 @@ def test_the_unrolled_layers_are_a_loop_with_private_temporaries():
     # t1's last value is layer 1's, t0's layer 2's (layer 0's is overwritten)
     assert [(p.buffer, p.slot) for p in found.copy_back] == [("t1", 256), ("t0", 512)]
     printed = format_repetition(found, state.model).splitlines()
-    assert printed[0] == "loop at line 72: 3 copies (layers) of 2 launches, 5 steps: for step < 5, for layer < 3:"
+    assert printed[0] == "loop at line 74: 3 copies (layers) of 2 launches, 5 steps: for step < 5, for layer < 3:"
     assert printed[1] == ("  gate<<<(2, 1, 1), (32, 1, 1)>>>(t = private slot 0 (+256 bytes per layer), "
                           "w = w + 16384layer bytes, below = layer == 0 ? x + 256step bytes : "
                           "h + 256layer + 768step + 512 bytes, prev = h + 256layer + 768step bytes)")
@@ -93,6 +93,7 @@ def test_the_waves_verify_on_the_cpu_backend(tmp_path):
                             env={**os.environ, "SIRIUS_LAUNCH_LOG": str(log)})
     assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
     assert log.read_text().split() == ["sirius_cells_0"] * 7
+    assert "region 0 (waves, waves.cu:" in verify.stdout and "): waves of cells 1\n" in verify.stdout, verify.stdout
 
 
 def test_the_waves_in_one_persistent_launch_verify(tmp_path):
@@ -220,6 +221,9 @@ def test_a_float_argument_the_cell_kernel_bakes_in_is_exact_and_checked(tmp_path
                                 env={**os.environ, "SIRIUS_LAUNCH_LOG": str(log)})
         assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
         assert log.read_text().split() == launched
+        # a float the cells bake in: a rebuild with another value is reported as not what was optimized
+        assert ("warning: no fused code ran" in verify.stdout) == bool(defines), verify.stdout
+    assert 'guard failed 1x on: ALPHA expands to "0.1f" as when optimized' in verify.stdout, verify.stdout
 
 
 @pytest.mark.parametrize("declaration", [
@@ -244,6 +248,7 @@ def test_a_declaration_with_a_side_effect_keeps_the_loop_as_written(tmp_path, de
     verify = subprocess.run([SIRIUS, "verify", str(path), str(out), "-DSIRIUS_COOPERATIVE_MAX_BLOCKS=0"],
                             capture_output=True, text=True)
     assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
+    assert "original code: no cooperative launch on this device 5" in verify.stdout, verify.stdout
 
 
 @pytest.mark.parametrize("edit", [
