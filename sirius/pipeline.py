@@ -136,7 +136,8 @@ class Stage:
 
 
 def _analyze(st: OptimizeState) -> None:
-    st.source = st.job.path.read_text()
+    # as bytes: clang's offsets count a CRLF line end as two (read_text would make it one)
+    st.source = st.job.path.read_bytes().decode()
     st.model = analyze_program(st.job, entry=st.entry)
     index = st.model.source
     used = [d.range for d in st.model.kernel_decls.values()] + [s.range for s in index.launches]

@@ -116,3 +116,19 @@ def test_a_verification_that_ran_no_fused_code_fails_the_check(tmp_path):
     assert "original code: no cooperative launch on this device 1" in proc.stdout
     (region,) = json.loads(js.read_text())["region_paths"]
     assert region["kind"] == "cooperative" and region["fused_runs"] == 0 and region["runs"] == 1
+
+
+def test_a_run_that_writes_no_path_counts_is_not_evidence_and_prints_alike(tmp_path):
+    """The program prints where verify's files go (both runs are told the same names) and
+    leaves through quick_exit, so no static destructor writes the path counts: the check
+    says the counts are missing, not that the region was not reached."""
+    p = tmp_path / "quick.cu"
+    text = Path(CHAIN).read_text().replace("#include <cstdio>", "#include <cstdio>\n#include <cstdlib>")
+    assert "  return ok ? 0 : 1;\n}" in text
+    p.write_text(text.replace("  return ok ? 0 : 1;\n}", '  printf("%s %s\\n", getenv("SIRIUS_PATH_COUNTS"), '
+                              'getenv("SIRIUS_DUMP"));\n  fflush(stdout);\n  std::quick_exit(ok ? 0 : 1);\n}'))
+    proc = sirius("check", str(p))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "pass verify: result: all equal" in proc.stdout, proc.stdout
+    assert "FAIL fused-code: the verified run wrote no path counts for its 1 fused regions" in proc.stdout
+    assert "not reached" not in proc.stdout

@@ -4,8 +4,8 @@ of an emitted program written before, by a rerun) is read instead of compiled.
 
 Off unless ``SIRIUS_FRONTEND_CACHE`` names a folder (the test suite sets one for its run).
 An entry is keyed by everything the compile depends on that can be known before it runs:
-the clang command lines, the clang binary (path, size, modification time), the text of the
-main file and whether bodies were indexed. What is known only after (the files the main
+the code computing it, the clang command lines, the clang binary (path, size, modification
+time), the text of the main file and whether bodies were indexed. What is known only after (the files the main
 file includes) is stored in the entry with each file's size and modification time, and an
 entry whose files changed is not used.
 """
@@ -23,6 +23,9 @@ from sirius.analysis.frontend import CompiledProgram, CompileJob
 from sirius.analysis.source_index import SourceIndex
 
 VERSION = 1  # of the entries' layout; raise when CompiledProgram or SourceIndex change shape
+# the code that computes an entry: a change to it (a new fact in the index) makes new keys
+_CODE = hashlib.sha256(b"".join((Path(__file__).parent / name).read_bytes()
+                                for name in ("frontend.py", "source_index.py"))).hexdigest()
 
 
 def _stamp(path: str) -> tuple[int, int] | None:
@@ -35,7 +38,7 @@ def _stamp(path: str) -> tuple[int, int] | None:
 
 def _key(job: CompileJob, bodies: bool) -> str:
     h = hashlib.sha256()
-    for part in (str(VERSION), *job.clang_command("device"), *job.clang_command("host"), *job.libclang_args(),
+    for part in (str(VERSION), _CODE, *job.clang_command("device"), *job.clang_command("host"), *job.libclang_args(),
                  str(bodies), repr(_stamp(job.toolchain.clang)), str(Path.cwd())):
         h.update(part.encode() + b"\0")
     h.update(job.path.read_bytes())

@@ -178,6 +178,7 @@ class HostStatement:
     bytes: Expr | None = None
     call: str | None = None  # the function called (runtime function, or the program's own helper)
     inlined_from: str | None = None  # the program's function the compiler inlined it from, called at ``line``
+    written_at: tuple[tuple[int, str | None], ...] = ()  # (line, file) where written, innermost first (ir.Instr)
 
     def describe(self) -> str:
         """What the statement is, for reports: ``cudaMemcpy2D (DeviceToDevice) at line 14``."""
@@ -288,6 +289,7 @@ class _HostModelBuilder:
         self.kernel_of_stub = kernel_of_stub  # callable(stub name) -> kernel name | None
         self.allocations: list[Allocation] = []
         self.alloc_by_id: dict[int, Allocation] = {}
+        self.alloc_of_call: dict[int, Allocation] = {}  # id of the allocating call -> its allocation
         if caller is not None:
             self._bind_to_caller(caller, entry)
         self.statements: list[HostStatement] = []
@@ -358,6 +360,7 @@ class _HostModelBuilder:
                 alloc = Allocation(aid, name, size, ins.line, callee)
                 self.allocations.append(alloc)
                 self.alloc_by_id[aid] = alloc
+                self.alloc_of_call[id(ins)] = alloc
                 if isinstance(slot, Instr) and slot.opcode == "alloca":
                     if id(slot) in self.ev.slot_alloc:
                         self.ev.reassigned.add(id(slot))  # one slot, several allocations
@@ -368,11 +371,35 @@ class _HostModelBuilder:
             if ins.opcode == "store" and id(ins.operands[1]) in self.ev.slot_alloc:
                 if not self._runs_before(ins, malloc_of_slot.get(id(ins.operands[1]))):
                     self.ev.reassigned.add(id(ins.operands[1]))  # e.g. a pointer swap
-            if ins.opcode in ("call", "invoke") and ins.callee not in _ALLOC_CALLS and ins.callee is not None \
+            if ins.opcode == "store":
+                value, target = ins.operands[0], ins.operands[1]
+                escaped = self._element_of_slot(value)  # the slot's address kept in memory: float** p = bufs;
+                if escaped is not None:
+                    self.ev.reassigned.add(id(escaped))
+                element = self._element_of_slot(target)  # bufs[k] = q, where k may be 0
+                if element is not None and target is not element:
+                    self.ev.reassigned.add(id(element))
+            if ins.opcode in ("call", "invoke") and ins.callee is not None \
                     and not ins.callee.startswith("llvm.lifetime"):
                 for op in ins.call_args:
-                    if id(op) in self.ev.slot_alloc:
-                        self.ev.reassigned.add(id(op))  # slot address escapes into a call
+                    slot = self._element_of_slot(op)
+                    if slot is not None and (ins.callee not in _ALLOC_CALLS or op is not slot):
+                        self.ev.reassigned.add(id(slot))  # slot address escapes into a call
+
+    def _element_of_slot(self, op: Value) -> Instr | None:
+        """The tracked allocation slot ``op`` may address the first pointer of: the slot
+        itself, or an element of an array of pointers (``&bufs[k]``) at an offset that is
+        not known to be another element's."""
+        if id(op) in self.ev.slot_alloc:
+            return op
+        base = op
+        while isinstance(base, Instr) and base.opcode == "getelementptr" and base.operands:
+            base = base.operands[0]  # &bufs[k] - 1 is two of them
+        if base is op or id(base) not in self.ev.slot_alloc:
+            return None
+        at = self.ev.value(op)
+        offset = at.offset.constant_value() if isinstance(at, Pointer) and at.offset is not None else None
+        return None if offset is not None and offset != 0 else base
 
     def _runs_before(self, first: Instr, later: Instr | None) -> bool:
         """``first`` executes before ``later`` on every path (``float* p = nullptr; cudaMalloc(&p…)``)."""
@@ -526,7 +553,7 @@ class _HostModelBuilder:
         self.statements.append(HostStatement(
             len(self.statements), "launch", call.line, nest, domain, kernel=kernel or stub, grid=grid,
             block=block, shmem=shmem, stream=stream, args=tuple(args), inlined_from=call.inlined_from,
-            call=launched_by))
+            call=launched_by, written_at=call.written_at))
 
     def _runtime_call(self, ins: Instr, callee: str, nest, domain) -> None:
         """Every call between launches becomes a statement, unless it is host-only:
@@ -538,8 +565,7 @@ class _HostModelBuilder:
                                                                 domain=domain, call=callee,
                                                                 inlined_from=ins.inlined_from, **kw))
         if callee in _ALLOC_CALLS:
-            alloc = next(a for a in self.allocations if a.line == ins.line and a.function == callee
-                         and not any(s.kind == "alloc" and s.detail == a.name for s in self.statements))
+            alloc = self.alloc_of_call[id(ins)]
             add(kind="alloc", detail=alloc.name, bytes=alloc.bytes)
         elif callee in ("cudaFree", "cudaFreeAsync"):
             add(kind="free", dst=self._resolve(ops[0]))

@@ -15,6 +15,7 @@ import math
 import re
 import struct
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import llvmlite.binding as llvm
@@ -26,6 +27,9 @@ _DILOCATION = re.compile(r"^!(\d+) = (?:distinct )?!DILocation\(line: (\d+)(?:.*
                          re.M)
 _DISCOPE = re.compile(r"^!(\d+) = (?:distinct )?!DI(Subprogram|LexicalBlock|LexicalBlockFile)\((?:name: \"([^\"]*)\")?"
                       r"(?:.*?scope: !(\d+))?", re.M)
+_SCOPE_FILE = re.compile(r"^!(\d+) = (?:distinct )?!DI(?:Subprogram|LexicalBlock|LexicalBlockFile)\(.*?\bfile: !(\d+)",
+                         re.M)
+_DIFILE = re.compile(r'^!(\d+) = (?:distinct )?!DIFile\(filename: "([^"]*)", directory: "([^"]*)"', re.M)
 _STRUCT_DEF = re.compile(r"^(%[\w.$\"]+) = type (<?\{.*\}>?)\s*$", re.M)
 
 
@@ -65,6 +69,8 @@ class Instr(Value):
     line: int | None = None
     loop_line: int | None = None  # on a latch branch: the line where the source loop starts
     inlined_from: str | None = None  # the function, inlined at ``line``, that this instruction comes from
+    # where it is written, innermost first: (line, file) of each inlined function's call down to ``line``
+    written_at: tuple[tuple[int, str | None], ...] = ()
 
     @property
     def callee(self) -> str | None:
@@ -138,16 +144,22 @@ class _Converter:
         raw = {int(a): (int(b), int(c) if c else None) for a, b, _, c in _DILOCATION.findall(text)}
         scope_of = {int(a): int(s) for a, _, s, _ in _DILOCATION.findall(text) if s}
         scopes = {int(a): (name, int(parent) if parent else None) for a, kind, name, parent in _DISCOPE.findall(text)}
+        files = {int(a): str(Path(d) / f) for a, f, d in _DIFILE.findall(text)}
+        file_of = {int(a): files.get(int(f)) for a, f in _SCOPE_FILE.findall(text)}
         self.lines = {}
         self.inlined_from: dict[int, str] = {}  # location -> the function inlined at its outermost call site
+        self.written_at: dict[int, tuple[tuple[int, str | None], ...]] = {}  # location -> its chain, innermost first
         for key in raw:
             line, parent = raw[key]
             seen, current, previous = 0, key, key
+            chain = [(line, file_of.get(scope_of.get(key)))]
             while parent is not None and parent in raw and seen < 64:
                 previous, current = current, parent
                 line, parent = raw[current]
+                chain.append((line, file_of.get(scope_of.get(current))))
                 seen += 1
             self.lines[key] = line
+            self.written_at[key] = tuple(chain)
             if seen:  # the outermost inlined location's scope is in the function called at ``line``
                 self.inlined_from[key] = _subprogram(scopes, scope_of.get(previous))
         self.text_instructions = _text_instructions(text)
@@ -215,7 +227,8 @@ class _Converter:
             ref, loop_ref = shown.dbg, shown.loop
             instr = Instr("inst", str(ins.type), shown.text, ins.name, opcode=ins.opcode, block=block,
                           line=self.lines.get(ref) if ref is not None else None,
-                          inlined_from=self.inlined_from.get(ref) if ref is not None else None)
+                          inlined_from=self.inlined_from.get(ref) if ref is not None else None,
+                          written_at=self.written_at.get(ref, ()) if ref is not None else ())
             if loop_ref is not None and loop_ref in self.loop_starts:
                 instr.loop_line = self.lines.get(self.loop_starts[loop_ref])
             self.values[_address(ins)] = instr

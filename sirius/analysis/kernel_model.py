@@ -467,7 +467,7 @@ def _callee_effects(module: Module, name: str, seen: set[str] | None = None) -> 
             return "reads built-in indices"
         if ins.opcode == "call" and c is None:
             return "makes an indirect call"
-        if any(op.kind == "global" for op in ins.operands):
+        if any(getattr(op, "kind", None) == "global" for op in ins.operands):  # (a branch's operands are blocks)
             return "touches device globals or shared memory"
         inner = _callee_effects(module, c, seen) if c is not None and not c.startswith("llvm.") else ""
         if inner:

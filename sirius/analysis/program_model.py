@@ -10,10 +10,12 @@ and constant scalar arguments, giving each access as an isl map from
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import islpy as isl
@@ -99,6 +101,7 @@ class LaunchInstance:
     site: LaunchSite | None
     bindings: tuple[tuple[str, ArgValue], ...]  # param name -> argument
     maps: tuple[AccessMap, ...]
+    unplaced: str | None = None  # why it has no site, where more is known than "not found"
 
     @property
     def index(self) -> int:
@@ -319,21 +322,106 @@ def analyze_program(job: CompileJob, entry: str = "main",
     model = ProgramModel(str(job.path), kernels, host_model, source, notes=list(host_model.notes),
                          device_globals=globals_, managed_variables=managed, kernel_decls=kernel_decls,
                          arch=job.flags.arch)
-    sites_by_line: dict[int, list[LaunchSite]] = {}
-    for site in source.launches:
-        sites_by_line.setdefault(site.range.line, []).append(site)
-    used: dict[int, int] = {}
     for stmt in host_model.launches:
         kernel = kernels.get(stmt.kernel or "")
         if kernel is None:
             model.notes.append(f"launch at line {stmt.line}: kernel {stmt.kernel} not found in device code")
             continue
-        candidates = sites_by_line.get(stmt.line or -1, [])
-        site = next((s for s in candidates if s.kernel.split("<")[0] == kernel.name.split("<")[0].split("::")[-1]),
-                    candidates[0] if candidates else None)
-        model.launches.append(_instance(stmt, kernel, site))
-        used[stmt.line or -1] = used.get(stmt.line or -1, 0) + 1
+        model.launches.append(_instance(stmt, kernel, None))
+    model.launches = _placed(model.launches, source, host, kernels, job.path)
     return model
+
+
+def _placed(launches: list[LaunchInstance], source: SourceIndex, host, kernels, main_file: Path
+            ) -> list[LaunchInstance]:
+    """Each launch with the launch expression it was written as (``site``), or with why it
+    has none (``unplaced``). A launch is looked for at its line, then, when the compiler
+    inlined the host function it is written in, at the lines of that function where the
+    call chain passes (innermost first): a helper's launch is rewritten in the helper, but
+    only where that launch expression runs nowhere else (one call site, which the
+    analysis followed, and no other copy of it in the program's host code)."""
+    spelled_kernels = {_spelled(k.name) for k in kernels.values()}
+    main = os.path.realpath(main_file)
+    sites_by_line: dict[int, list[LaunchSite]] = {}
+    for site in source.launches:
+        sites_by_line.setdefault(site.range.line, []).append(site)
+
+    taken: dict[tuple[int, str], int] = {}  # (line, kernel) -> sites of it on that line given out
+
+    def at(line: int | None, kernel: KernelModel) -> LaunchSite | None:
+        candidates = sites_by_line.get(line or -1, [])
+        same = [s for s in candidates if _spelled(s.kernel) == _spelled(kernel.name)]
+        if same:  # two launches of one kernel on one line: the first statement is the first written
+            k = taken.get((line or -1, _spelled(kernel.name)), 0)
+            taken[(line or -1, _spelled(kernel.name))] = k + 1
+            return same[k] if k < len(same) else None
+        if len(candidates) == 1 and _spelled(candidates[0].kernel) not in spelled_kernels:
+            return candidates[0]  # written through a name of its own (a macro, a pointer), no other kernel's
+        return None
+
+    placed, inner = [], {}
+    for inst in launches:
+        stmt = inst.statement
+        if source.renumbered:
+            # clang reports the lines #line directives give, the index the file's: the launch
+            # written at that line may be another one, and rewriting it would replace the wrong launch
+            placed.append(inst)
+            continue
+        site = at(stmt.line, inst.kernel)
+        why = None
+        if site is None and stmt.inlined_from:
+            for line, file in stmt.written_at[:-1]:
+                if file is not None and os.path.realpath(file) != main:
+                    why = (f"it is written in {Path(file).name} at line {line} (in {stmt.inlined_from}), and only "
+                           "the main file is rewritten")
+                    continue
+                site = at(line, inst.kernel)
+                if site is not None:
+                    inner.setdefault(id(site), []).append(len(placed))
+                    break
+        placed.append(dataclasses.replace(inst, site=site, unplaced=why if site is None else None))
+    shared: dict[int, list[int]] = {}
+    for k, inst in enumerate(placed):
+        if inst.site is not None and id(inst.site) not in inner:
+            shared.setdefault(id(inst.site), []).append(k)
+    for members in (m for m in shared.values() if len(m) > 1):
+        site = placed[members[0]].site
+        why = (f"{len(members)} launches were matched to the one launch expression at line {site.range.line}: "
+               "which is which is not known")
+        for k in members:
+            placed[k] = dataclasses.replace(placed[k], site=None, unplaced=why)
+    copies = _launch_copies(host)
+    for members in inner.values():
+        site = placed[members[0]].site
+        runs = copies.get((site.range.line, main), 0)
+        if len(members) > 1 or runs != 1:
+            why = (f"it is written once in {site.function} (line {site.range.line}), which runs it for "
+                   f"{max(len(members), runs)} launches in the program: rewriting it would change them all")
+            for k in members:
+                placed[k] = dataclasses.replace(placed[k], site=None, unplaced=why)
+    return placed
+
+
+def _launch_copies(host) -> dict[tuple[int, str], int]:
+    """How many launch calls in the program's host code each (line, file) is written at,
+    through any chain of inlined calls (a helper inlined into two callers is two)."""
+    counts: dict[tuple[int, str], int] = {}
+    for fn in host.functions.values():
+        if fn.is_declaration:
+            continue
+        for ins in fn.instructions():
+            callee = ins.callee or ""
+            if "__device_stub__" in callee or callee in ("cudaLaunchKernel", "cudaLaunchCooperativeKernel"):
+                for line, file in dict.fromkeys(ins.written_at):
+                    if file is not None:
+                        key = (line, os.path.realpath(file))
+                        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _spelled(name: str) -> str:
+    """A kernel's name as a launch spells it: ``void ns::scale<int>(float*)`` -> ``scale``."""
+    return name.split("<")[0].split("(")[0].split(" ")[-1].split("::")[-1]
 
 
 def _with_identifiers(kernels: dict[str, KernelModel]) -> dict[str, KernelModel]:

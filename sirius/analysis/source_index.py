@@ -132,6 +132,7 @@ class SourceIndex:
     function_like_macros: set[str] = field(default_factory=set)
     redefined_macros: set[str] = field(default_factory=set)  # defined twice, #undef'd or pushed
     included: tuple[str, ...] = ()  # every file the translation unit includes (the frontend cache checks them)
+    renumbered: bool = False  # the main file has #line directives: clang's lines are not the file's
 
     def macros_in(self, ranges: list[SourceRange], objects_only: bool = True) -> list[str]:
         """The program's object-like macros (all, without ``objects_only``) used in
@@ -178,6 +179,20 @@ def _range(cursor) -> SourceRange:
 def _text(source: bytes, cursor) -> str:
     ext = cursor.extent
     return source[ext.start.offset:ext.end.offset].decode("utf-8", "replace").strip()
+
+
+def _allocated_variable(source: bytes, cursor) -> str | None:
+    """What an allocation call's first argument (``&d_x``, ``(void**)&bufs[1]``) fills: the
+    variable, or an element of an array as written (``bufs[1]``), so that the allocations of
+    an array of device pointers are told apart."""
+    node = cursor
+    while node is not None and node.kind != ci.CursorKind.ARRAY_SUBSCRIPT_EXPR:
+        if node.kind == ci.CursorKind.DECL_REF_EXPR or node.kind == ci.CursorKind.MEMBER_REF_EXPR:
+            break
+        node = next(iter(node.get_children()), None)
+    if node is not None and node.kind == ci.CursorKind.ARRAY_SUBSCRIPT_EXPR:
+        return re.sub(r"\s+", "", _text(source, node))
+    return _referenced_variable(cursor)
 
 
 def _referenced_variable(cursor) -> str | None:
@@ -602,7 +617,7 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
                         instances.setdefault(target.mangled_name, target)
                 elif c.spelling in _ALLOC_FUNCS:
                     args = list(c.get_arguments())
-                    var = _referenced_variable(args[0]) if args else None
+                    var = _allocated_variable(source, args[0]) if args else None
                     size = _text(source, args[1]) if len(args) > 1 else ""
                     out.allocations.append(AllocSite(c.spelling, var, c.location.line, size))
             visit(c, function)
@@ -620,4 +635,5 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
         points = _include_points(tu, main_file, source)
         out.visible_after = {h: points[h] for h in headers if h in points}
     out.included = tuple(sorted({str(inc.include) for inc in tu.get_includes() if inc.include is not None}))
+    out.renumbered = re.search(rb"^[ \t]*#[ \t]*line\b", source, re.MULTILINE) is not None
     return out

@@ -130,8 +130,9 @@ def _speedup_check(state, program: Path, optimized: Path, args: argparse.Namespa
     return Check("speedup", factor >= threshold, round(factor, 4), threshold, f"{factor:.2f}x, {basis}; {verdict}")
 
 
-def _verify_check(args: argparse.Namespace, original: Path, optimized: Path) -> tuple[Check, list]:
-    """The verification's verdict, and per fused region the paths its optimized run took."""
+def _verify_check(args: argparse.Namespace, original: Path, optimized: Path) -> tuple[Check, list | None]:
+    """The verification's verdict, and per fused region the paths its optimized run took
+    (None when it wrote no counts)."""
     ns = argparse.Namespace(**vars(args))
     ns.original, ns.optimized = str(original), str(optimized)
     printed = io.StringIO()
@@ -145,8 +146,15 @@ def _verify_check(args: argparse.Namespace, original: Path, optimized: Path) -> 
     return Check("verify", status == 0, None, None, detail), runs
 
 
-def _fused_code_check(runs: list, allow_fallback: bool) -> Check:
-    """Whether the verified run took the fused path of its fused regions."""
+def _fused_code_check(runs: list | None, regions: int, allow_fallback: bool) -> Check:
+    """Whether the verified run took the fused path of its ``regions`` fused regions
+    (``runs``: what it took, None when it wrote no counts)."""
+    if runs is None:
+        detail = (f"the verified run wrote no path counts for its {regions} fused regions (it did not exit "
+                  "normally, or was built with SIRIUS_NO_PATH_COUNTS): whether fused code ran is not known")
+        if allow_fallback:
+            detail += "\n  (allowed by --allow-fallback)"
+        return Check("fused-code", allow_fallback, None, None, detail)
     untested = region_paths.fallback_only(runs)
     fused = sum(1 for rr in runs if rr.fused_runs)
     detail = f"{fused} of {len(runs)} fused regions took their fused path in the verified run"
@@ -201,7 +209,8 @@ def execute(args: argparse.Namespace) -> int:
         optimized = Path(tmp) / program.name  # quoted includes re-pointed from where each copy lies
         optimized.write_text(relocate_includes(state.output, program, Path(tmp))[0])
         verified, runs = _verify_check(args, program, optimized)
-        checks[:0] = [verified] + ([_fused_code_check(runs, args.allow_fallback)] if runs else [])
+        regions = len(region_paths.regions_of(state.output))
+        checks[:0] = [verified] + ([_fused_code_check(runs, regions, args.allow_fallback)] if regions else [])
         if args.min_speedup is not None:
             checks.append(_speedup_check(state, program, optimized, args))
     ok = all(c.passed for c in checks)
@@ -212,7 +221,8 @@ def execute(args: argparse.Namespace) -> int:
         print(f"  {'pass' if c.passed else 'FAIL'} {c.name}: {c.detail}")
     if json_file is not None or args.json == "-":
         text = json.dumps({"program": str(program), "passed": ok, "checks": [asdict(c) for c in checks],
-                           "region_paths": [rr.to_json() for rr in runs], "report": rep}, indent=2) + "\n"
+                           "region_paths": None if runs is None else [rr.to_json() for rr in runs],
+                           "report": rep}, indent=2) + "\n"
         json_file.write_text(text) if json_file is not None else sys.stdout.write(text)
     if junit_file is not None or args.junit == "-":
         text = _junit(str(program), checks)

@@ -79,9 +79,10 @@ def execute(args: argparse.Namespace) -> int:
     return verify_programs(args)[0]
 
 
-def verify_programs(args: argparse.Namespace) -> tuple[int, list[region_paths.RegionRuns]]:
+def verify_programs(args: argparse.Namespace) -> tuple[int, list[region_paths.RegionRuns] | None]:
     """Builds, runs and compares the two programs, printing the verdict; the exit status,
-    and per fused region of the optimized program the paths its run took."""
+    and per fused region of the optimized program the paths its run took (None when it
+    wrote no counts: it did not exit normally, or was built without them)."""
     prog_args = list(getattr(args, "program_args", []))
     if args.rtol < 0 or args.atol < 0:
         raise SiriusError("error: --rtol and --atol must not be negative")
@@ -98,15 +99,20 @@ def verify_programs(args: argparse.Namespace) -> tuple[int, list[region_paths.Re
     threads = 1 if args.threads is None and args.backend == "cpu" else args.threads
     regions = region_paths.regions_of(Path(args.optimized).read_text(errors="replace"))
     with tempfile.TemporaryDirectory(prefix="sirius-verify-") as tmp:
-        for k, b in enumerate(built):
-            dump, paths = Path(tmp) / f"copies-{k}.bin", Path(tmp) / f"paths-{k}.txt"
+        # both runs see the same file names (one after the other): a program that prints its
+        # environment prints the same
+        dump, paths = Path(tmp) / "copies.bin", Path(tmp) / "paths.txt"
+        for b in built:
             r = cpu.run_program(b.binary, prog_args, capture=True, timeout=args.timeout,
                                 threads=threads, dump=dump, env={**os.environ, region_paths.ENVIRONMENT: str(paths)})
             r.extra["copies"] = compare.read_dump(dump) if not r.timed_out else []
             r.extra["paths"] = region_paths.read_counts(paths)
+            dump.unlink(missing_ok=True)
+            paths.unlink(missing_ok=True)
             results.append(r)
     orig, opt = results
-    runs = region_paths.summarize(regions, opt.extra["paths"] or {})
+    counted = opt.extra["paths"] is not None
+    runs = region_paths.summarize(regions, opt.extra["paths"]) if counted else None
     print(f"verify: {args.original} (original) vs {args.optimized} (optimized), "
           f"{args.backend} backend")
     if isinstance(checked, str):
@@ -136,7 +142,7 @@ def verify_programs(args: argparse.Namespace) -> tuple[int, list[region_paths.Re
         status_original=orig.returncode, status_optimized=opt.returncode,
         rtol=args.rtol, atol=args.atol)
     print(report.render())
-    _print_paths(regions, runs, opt.extra["paths"], args.optimized)
+    _print_paths(regions, runs, args.optimized)
     if not isinstance(checked, str) and checked.violations:
         print(f"promise check failed: {len(checked.violations)} violations a GPU would act on (see above)")
         sys.stdout.flush()
@@ -145,11 +151,11 @@ def verify_programs(args: argparse.Namespace) -> tuple[int, list[region_paths.Re
     return (0 if report.ok else 1), runs
 
 
-def _print_paths(regions, runs, counts, program: str) -> None:
+def _print_paths(regions, runs, program: str) -> None:
     """Per fused region, the paths the optimized run took; warnings when it ran no fused code."""
     if not regions:
         return
-    if counts is None:
+    if runs is None:
         print(f"fused regions: {len(regions)}; the optimized program wrote no path counts (it did not exit "
               "normally, or was built with SIRIUS_NO_PATH_COUNTS)")
         return

@@ -233,6 +233,11 @@ def _not_a_fragment(model: ProgramModel, inst: LaunchInstance) -> str | None:
     if site is None and stmt.call is not None:
         return (f"launched by {stmt.call} with an argument array, not <<<>>>: only <<<>>> launches are "
                 "rewritten into fused kernels")
+    if site is None and inst.unplaced:
+        return f"its launch expression cannot be rewritten: {inst.unplaced}"
+    if site is None and model.source.renumbered:
+        return (f"launch expression not found at line {stmt.line} of the file: the program's #line directives "
+                "renumber its lines, and clang reports the numbers they give")
     if site is None:
         return "launch expression not found in the source" + (
             f" (it is in {stmt.inlined_from}, which the compiler inlined at line {stmt.line})"
@@ -406,6 +411,8 @@ def _separator(source: str, stmts, inst, previous: int | None, launch: HostState
         stmt = unplaced.statement
         if stmt.call is not None:  # the program's own cudaLaunchKernel: no <<<>>> to rewrite
             where, why = "", f"it is a {stmt.call} call, not <<<>>>"
+        elif unplaced.unplaced:
+            where, why = "", unplaced.unplaced
         else:
             where = f" in {stmt.inlined_from}" if stmt.inlined_from else ""
             why = "its launch expression is not in the source"
@@ -414,7 +421,8 @@ def _separator(source: str, stmts, inst, previous: int | None, launch: HostState
     if stmts[previous].loops != launch.loops:
         return Problem(RefusalKind.LOOP_NEST, "they are in different host loop nests")
     if a.site.function != b.site.function:
-        return Problem(RefusalKind.HOST_FUNCTION, "they are in different host functions")
+        return Problem(RefusalKind.HOST_FUNCTION,
+                       f"they are in different host functions ({a.site.function}, {b.site.function})")
     if _control_between(source, a, b):
         return Problem(RefusalKind.CONTROL_FLOW, "control flow between them in the source")
     return None

@@ -489,10 +489,17 @@ def _binary(built: dict[BuildRequest, Path | SiriusError], request: BuildRequest
 
 def _judge_once(program: BenchProgram, binaries: dict[str, Path], options: BenchOptions, work: Path) -> Verdict:
     runs = {}
+    # both runs see the same file names (a program that prints its environment prints the same)
+    env = {"SIRIUS_DUMP": str(work / "copies.dump"), region_paths.ENVIRONMENT: str(work / "copies.paths")}
     for role in ("original", "optimized"):
-        dump, paths = work / f"{role}.dump", work / f"{role}.paths"
-        env = {"SIRIUS_DUMP": str(dump), region_paths.ENVIRONMENT: str(paths)}
-        runs[role] = (_run(binaries[role], env, work, options.timeout_s), dump)
+        for name in env.values():
+            Path(name).unlink(missing_ok=True)
+            (work / f"{role}{Path(name).suffix}").unlink(missing_ok=True)
+        run = _run(binaries[role], env, work, options.timeout_s)
+        for name in env.values():
+            if Path(name).exists():
+                Path(name).rename(work / f"{role}{Path(name).suffix}")
+        runs[role] = (run, work / f"{role}.dump")
     (a, dump_a), (b, dump_b) = runs["original"], runs["optimized"]
     if a.returncode != 0:  # nothing to compare against: the row is an error, not a wrong result
         raise SiriusError(f"the original program exits with status {a.returncode}: {a.stderr.strip()[-800:]}")

@@ -61,18 +61,24 @@ def test_the_summary_names_paths_and_the_condition_that_failed():
 def test_check_fails_on_a_run_that_tested_no_fused_code_unless_allowed():
     table, _ = _table()
     untested = summarize(table.regions, {5 + 1: 1})  # region 0 fell back on its first condition
-    check = _fused_code_check(untested, allow_fallback=False)
+    check = _fused_code_check(untested, 2, allow_fallback=False)
     assert not check.passed and check.value == 0.0
     assert "0 of 2 fused regions took their fused path" in check.detail and "`n`@10 == 64" in check.detail
-    assert _fused_code_check(untested, allow_fallback=True).passed
-    assert _fused_code_check(summarize(table.regions, {0: 1, 8 + 1: 1}), allow_fallback=False).passed
+    assert _fused_code_check(untested, 2, allow_fallback=True).passed
+    assert _fused_code_check(summarize(table.regions, {0: 1, 8 + 1: 1}), 2, allow_fallback=False).passed
+    # no counts written (quick_exit, a build without them): not known, not "not reached"
+    unknown = _fused_code_check(None, 2, allow_fallback=False)
+    assert not unknown.passed and "wrote no path counts for its 2 fused regions" in unknown.detail
+    assert "not reached" not in unknown.detail and _fused_code_check(None, 2, allow_fallback=True).passed
 
 
 @pytest.mark.toolchain
 def test_the_header_counts_in_a_host_program_and_writes_at_exit(tmp_path):
     """The header's C++ as a host program: the guard evaluations record the first failing
     condition, each path its counter, and the counts land in the file named at exit
-    (appended: two runs add up); -DSIRIUS_NO_PATH_COUNTS counts nothing."""
+    (appended: two runs add up; a forked child does not write its parent's counts again);
+    a build's -D macros named like its variables do not reach into it;
+    -DSIRIUS_NO_PATH_COUNTS counts nothing."""
     table, (guard, guard2, took_fused, fell_back, took_coop, no_coop, fell_back2) = _table()
     main = f"""
 int main(int argc, char** argv) {{
@@ -81,13 +87,17 @@ int main(int argc, char** argv) {{
   sirius_a1_0 = 64; SHIFT_OK = false;
   if ({guard}) {{ {took_fused} }} else {{ {fell_back} }}
   if ({guard2}) {{ {no_coop} }} else {{ {fell_back2} }}
+  fflush(stdout);
+  if (fork() == 0) exit(0);
+  wait(0);
   return 0;
 }}
 """
     src = tmp_path / "paths.cpp"
-    src.write_text(table.header() + main)
+    src.write_text(table.header() + "#include <unistd.h>\n#include <sys/wait.h>\n" + main)
     counts_file = tmp_path / "counts.txt"
-    for defines in ([], ["-DSIRIUS_NO_PATH_COUNTS"]):
+    names = ["-Dfailed=1", "-Dslot=2", "-Dholds=3", "-Dcondition=4", "-Dconditions=5", "-Dcount=6", "-Dchild=7"]
+    for defines in (names, ["-DSIRIUS_NO_PATH_COUNTS"]):
         binary = tmp_path / f"paths{len(defines)}"
         subprocess.run([find_clang(None), "-x", "c++", "-std=c++17", "-Wall", "-Werror", *defines, str(src),
                         "-lstdc++", "-o", str(binary)], check=True, capture_output=True, text=True)

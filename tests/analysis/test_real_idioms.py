@@ -1,0 +1,119 @@
+"""Idioms of real programs that once crashed the analysis or the emitted text (issue 31):
+arrays of device pointers, device functions clang does not inline whose bodies branch, and
+sources with CRLF line ends. Each is analysed, optimized and verified, never an internal error."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.toolchain
+
+HERE = Path(__file__).resolve().parent / "idioms"
+SIRIUS = str(Path(sys.executable).parent / "sirius")
+
+
+def sirius(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([SIRIUS, *args], capture_output=True, text=True, timeout=600)
+
+
+def optimized_and_verified(program: Path, tmp_path: Path) -> str:
+    """The optimizer's summary of ``program``, after its output verified equal."""
+    out = tmp_path / (program.stem + ".opt.cu")
+    proc = sirius("optimize", str(program), "-o", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    verify = sirius("verify", str(program), str(out))
+    assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
+    return proc.stdout
+
+
+def test_an_array_of_device_pointers_is_one_allocation_per_element(tmp_path):
+    analysis = sirius("analyze", str(HERE / "pointer_array.cu"))
+    assert analysis.returncode == 0, analysis.stderr
+    for line in ("pair[0]: 16384 bytes (cudaMalloc, line 12)", "pair[1]: 16384 bytes (cudaMalloc, line 13)",
+                 "bufs[b]: 16384 bytes (cudaMalloc, line 10)", "alloc bufs[b] for 0 <= h0 and h0 <= 2"):
+        assert line in analysis.stdout, analysis.stdout
+    assert analysis.stdout.count("x -> pair[0]") == 2  # the first element, as allocated; the others unknown
+    optimized_and_verified(HERE / "pointer_array.cu", tmp_path)
+
+
+def test_an_element_stored_through_a_run_time_index_is_no_longer_known(tmp_path):
+    analysis = sirius("analyze", str(HERE / "pointer_array_rebound.cu"))
+    assert analysis.returncode == 0, analysis.stderr
+    assert "x -> q" in analysis.stdout and "x -> unknown (may alias any buffer)" in analysis.stdout
+    assert "x -> p[0]" not in analysis.stdout  # p[k] = q with k == 0: p[0] is q
+    summary = optimized_and_verified(HERE / "pointer_array_rebound.cu", tmp_path)
+    assert "launches per run: 2 -> 2" in summary and "bump (line 19), shift_read (line 20)" in summary
+
+
+def test_device_functions_not_inlined_with_branches_are_analysed(tmp_path):
+    summary = optimized_and_verified(HERE / "noinline_branches.cu", tmp_path)
+    assert "not fused: a (line 12), b (line 13): global dependence on d" in summary, summary
+
+
+def test_a_source_with_crlf_line_ends_is_rewritten_where_clang_says(tmp_path):
+    """clang's offsets count CRLF as two bytes: the program text must too, or the rewrite
+    lands one byte earlier per line (an emitted program that does not compile)."""
+    lf = (HERE / "noinline_branches.cu").read_bytes().replace(b"__noinline__ ", b"")
+    program = tmp_path / "crlf.cu"
+    program.write_bytes(lf.replace(b"\n", b"\r\n"))
+    out = tmp_path / "crlf.opt.cu"
+    proc = sirius("optimize", str(program), "-o", str(out))
+    assert proc.returncode == 0 and "internal error" not in proc.stdout, proc.stdout + proc.stderr
+    assert "launches per run: 3 -> 2" in proc.stdout, proc.stdout
+    emitted = out.read_bytes()
+    assert b"printf(\"%f %f\\n\", h[3], h[90]);\r\n" in emitted  # the program's own lines keep their ends
+    verify = sirius("verify", str(program), str(out))
+    assert verify.returncode == 0 and "fused launches 1" in verify.stdout, verify.stdout + verify.stderr
+
+
+def test_a_byte_order_mark_stays_first(tmp_path):
+    """What the optimizer adds at the top goes after the mark: before it, clang reads the
+    mark as a stray character and the emitted program does not compile."""
+    program = tmp_path / "bom.cu"
+    program.write_bytes(b"\xef\xbb\xbf" + (HERE / "noinline_branches.cu").read_bytes().replace(b"__noinline__ ", b""))
+    optimized_and_verified(program, tmp_path)
+    emitted = (tmp_path / "bom.opt.cu").read_bytes()
+    assert emitted.startswith(b"\xef\xbb\xbf// sirius-regions: ")
+
+
+def test_line_directives_leave_launches_unrewritten(tmp_path):
+    """clang reports the lines a #line directive gives; the launch written at that line of
+    the file is another one. Rewriting it would drop one launch and run another twice."""
+    source = (HERE / "noinline_branches.cu").read_text().replace("__noinline__ ", "")
+    program = tmp_path / "renumbered.cu"
+    program.write_text('#line 1 "model_generated.cu"\n' + source)
+    summary = optimized_and_verified(program, tmp_path)
+    assert "launches per run: 3 -> 3" in summary, summary
+    assert ("launch expression not found at line 12 of the file: the program's #line directives renumber its "
+            "lines") in summary, summary
+
+
+def test_launches_in_an_inlined_helper_are_rewritten_in_the_helper(tmp_path):
+    """The compiler inlined ``forward`` into main's loop: its two launches are found where
+    they are written, fused there, and the fused kernel (defined with the kernels, after
+    the helper) is declared before the helper."""
+    summary = optimized_and_verified(HERE / "helper_launches.cu", tmp_path)
+    assert "launches per run: 6 -> 3" in summary, summary
+    emitted = (tmp_path / "helper_launches.opt.cu").read_text()
+    helper = emitted.index("static void forward(")
+    assert emitted.index("// sirius: fused kernels, defined below") < helper < emitted.index("sirius_fused_0<<<")
+
+
+def test_a_helper_inlined_twice_or_in_an_included_file_keeps_its_launches(tmp_path):
+    twice = sirius("optimize", str(HERE / "helper_twice.cu"), "-o", str(tmp_path / "twice.cu"))
+    assert twice.returncode == 0 and "launches per run: 4 -> 4" in twice.stdout, twice.stdout + twice.stderr
+    assert ("not fused: scale (line 16): its launch expression cannot be rewritten: it is written once in forward "
+            "(line 8), which runs it for 2 launches in the program: rewriting it would change them all") in twice.stdout
+    included = sirius("optimize", str(HERE / "included" / "main.cu"), "-o", str(tmp_path / "included.cu"))
+    assert included.returncode == 0, included.stdout + included.stderr
+    assert ("not fused: scale (line 9): its launch expression cannot be rewritten: it is written in kernels.cu at "
+            "line 5 (in forward), and only the main file is rewritten") in included.stdout, included.stdout
+
+
+def test_two_launches_of_one_kernel_on_one_line_are_told_apart(tmp_path):
+    summary = optimized_and_verified(HERE / "same_line.cu", tmp_path)
+    assert "launches per run: 3 -> 1" in summary and "scale (line 11) -> shift (line 12) -> shift (line 12)" in summary
