@@ -328,12 +328,36 @@ def analyze_program(job: CompileJob, entry: str = "main",
             model.notes.append(f"launch at line {stmt.line}: kernel {stmt.kernel} not found in device code")
             continue
         model.launches.append(_instance(stmt, kernel, None))
-    model.launches = _placed(model.launches, source, host, kernels, job.path)
+    called_by = dict(zip(chain, ([caller] if caller else [None]) + chain[:-1]))
+    elsewhere = next((why for why in (_runs_elsewhere(compiled.host_ir, host, name, by, demangle)
+                                      for name, by in called_by.items() if name != "main") if why), None)
+    model.launches = _placed(model.launches, source, host, kernels, job.path, elsewhere)
     return model
 
 
-def _placed(launches: list[LaunchInstance], source: SourceIndex, host, kernels, main_file: Path
-            ) -> list[LaunchInstance]:
+def _runs_elsewhere(host_ir: str, host, name: str, caller: str | None, demangle) -> str | None:
+    """Why the host function ``name``, modelled as (part of) the entry with its parameters
+    bound over the calls in ``caller``, may also run where the analysis does not follow it
+    (None: every call is one of those): a call from another function (itself, a static
+    constructor, another helper), or its address taken (a function pointer, an atexit
+    handler). Its launches, rewritten in its body, would run fused there too, under facts
+    proven for other arguments."""
+    calls = [(fn.name, ins) for fn in host.functions.values() if not fn.is_declaration
+             for ins in fn.instructions() if ins.callee == name]
+    references = len(re.findall(rf"@{re.escape(name)}(?![\w.$])", host_ir)) - 1  # less its definition
+    readable = _short_name(demangle(name))
+    if references > len(calls):
+        return (f"the launches are in {readable}, whose address the program takes: it may run from where the "
+                "analysis does not follow")
+    others = sorted({_short_name(demangle(fn)) for fn, _ in calls if fn != caller})
+    if others:
+        return (f"the launches are in {readable}, which {', '.join(others)} also call{'' if len(others) > 1 else 's'}"
+                + (f" (the analysis follows the calls in {_short_name(demangle(caller))})" if caller else ""))
+    return None
+
+
+def _placed(launches: list[LaunchInstance], source: SourceIndex, host, kernels, main_file: Path,
+            elsewhere: str | None = None) -> list[LaunchInstance]:
     """Each launch with the launch expression it was written as (``site``), or with why it
     has none (``unplaced``). A launch is looked for at its line, then, when the compiler
     inlined the host function it is written in, at the lines of that function where the
@@ -359,6 +383,8 @@ def _placed(launches: list[LaunchInstance], source: SourceIndex, host, kernels, 
             return candidates[0]  # written through a name of its own (a macro, a pointer), no other kernel's
         return None
 
+    if elsewhere is not None:  # the launches are modelled in a helper that also runs unfollowed
+        return [dataclasses.replace(inst, site=None, unplaced=elsewhere) for inst in launches]
     placed, inner = [], {}
     for inst in launches:
         stmt = inst.statement

@@ -76,6 +76,14 @@ def check_model(model: ProgramModel, source: str, figures: dict[str, KernelResou
     result = CheckResult(ptxas=figures is not None, figures=dict(figures or {}))
     target = target_for(model.arch)
     opted_in = {name: int(v) for name, v in _OPT_IN.findall(source)}
+    for note in model.notes:  # launched as declared, but the definition is another function
+        undefined = re.search(r"kernel (\S+) not found in device code", note)
+        kernel = re.search(r"sirius_(fused|wave|coop|cells)_(\d+)", undefined[1]) if undefined else None
+        if kernel is not None:
+            result.violations.append(Violation(
+                kernel[0], int(kernel[2]), "does not link",
+                f"{kernel[0]} is launched as declared where it is launched, but defined in another scope (a "
+                "namespace or class): the program would not link"))
     done: set[tuple[str, int]] = set()
     for inst in model.launches:
         m = FUSED_KERNEL.match(inst.kernel.name.split("(")[0].split(" ")[-1])

@@ -242,6 +242,12 @@ def _not_a_fragment(model: ProgramModel, inst: LaunchInstance) -> str | None:
         return "launch expression not found in the source" + (
             f" (it is in {stmt.inlined_from}, which the compiler inlined at line {stmt.line})"
             if stmt.inlined_from else "")
+    if any(a.rstrip().endswith("...") for a in site.args):
+        return "an argument is a parameter pack expansion"
+    written = [a for a in site.args if a.strip()]  # libclang lists default arguments with no text
+    if len(written) < len(k.params):
+        return (f"the launch writes {len(written)} of the kernel's {len(k.params)} arguments (the others are "
+                "default arguments of its declaration)")
     decl = model.kernel_decls.get(k.mangled)
     if decl is None:
         return "the kernel's definition is not in the program's source or a header of its own"

@@ -117,3 +117,26 @@ def test_a_helper_inlined_twice_or_in_an_included_file_keeps_its_launches(tmp_pa
 def test_two_launches_of_one_kernel_on_one_line_are_told_apart(tmp_path):
     summary = optimized_and_verified(HERE / "same_line.cu", tmp_path)
     assert "launches per run: 3 -> 1" in summary and "scale (line 11) -> shift (line 12) -> shift (line 12)" in summary
+
+
+@pytest.mark.parametrize("program, reason", [
+    ("helper_function_pointer.cu", "not fused: inc (line 8): its launch expression cannot be rewritten: the launches "
+                                   "are in step, whose address the program takes"),
+    ("helper_atexit.cu", "not fused: inc (line 14): its launch expression cannot be rewritten: the launches are in "
+                         "step, which at_end also calls (the analysis follows the calls in main)"),
+    ("namespace_kernels_after.cu", "sirius_fused_0 is launched as declared where it is launched, but defined in "
+                                   "another scope (a namespace or class): the program would not link"),
+    ("default_arguments.cu", "not fused: inc (line 12): the launch writes 1 of the kernel's 3 arguments (the others "
+                             "are default arguments of its declaration)"),
+    ("parameter_pack.cu", "not fused: inc (line 14): an argument is a parameter pack expansion"),
+])
+def test_launches_the_rewrite_cannot_follow_stay_as_written(program, reason, tmp_path):
+    """A helper that also runs where the analysis does not follow (through a function
+    pointer, from an atexit handler), a fused kernel that would be defined in another
+    scope than it is declared in, default arguments and parameter packs: left as written,
+    with the reason (a red team's programs, each once a wrong result, a program that did
+    not link, or an internal error)."""
+    out = tmp_path / "out.cu"
+    proc = sirius("optimize", str(HERE / program), "-o", str(out))
+    assert proc.returncode == 0 and "launches per run: 2 -> 2" in proc.stdout, proc.stdout + proc.stderr
+    assert reason in proc.stdout, proc.stdout
