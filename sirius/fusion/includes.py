@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+_LINE_DIRECTIVE = re.compile(r"^#line (\d+)[^\n]*$", re.M)
 _QUOTED = re.compile(r'^(\s*#\s*include\s*)"([^"]+)"', re.M)
 
 
@@ -21,6 +22,18 @@ class MovedInclude:
     line: int  # in the emitted program
     written: str  # the path as the original wrote it
     now: str  # the path the emitted program uses
+
+
+def _presumed_line(text: str, at: int) -> int:
+    """The line of offset ``at`` as the program numbers it: the emitted text's ``#line``
+    directives keep the original's numbers after what sirius added."""
+    line = text.count("\n", 0, at) + 1
+    directive = None
+    for directive in _LINE_DIRECTIVE.finditer(text, 0, at):
+        pass
+    if directive is None:
+        return line
+    return int(directive.group(1)) + line - (text.count("\n", 0, directive.start()) + 2)
 
 
 def relocate_includes(text: str, program: Path, output_dir: Path) -> tuple[str, list[MovedInclude]]:
@@ -38,7 +51,7 @@ def relocate_includes(text: str, program: Path, output_dir: Path) -> tuple[str, 
         if (output_dir / m.group(2)).resolve() == header.resolve():
             return m.group(0)
         now = os.path.relpath(header, output_dir)
-        moved.append(MovedInclude(text.count("\n", 0, m.start()) + 1, m.group(2), now))
+        moved.append(MovedInclude(_presumed_line(text, m.start()), m.group(2), now))
         return f'{m.group(1)}"{now}"'
 
     return _QUOTED.sub(repoint, text), moved
