@@ -35,7 +35,7 @@ from sirius.analysis.uar import UAR, build_uar
 from sirius.core.config import resolve_toolchain
 from sirius.core.errors import InputError
 from sirius.fusion.policies import FusionPolicy, Greedy
-from sirius.fusion.region_paths import RegionRuns
+from sirius.fusion.region_paths import RegionRuns, fallback_only
 from sirius.fusion.schedule import RefusalKind
 
 
@@ -122,10 +122,7 @@ class VerifyResult:
     def fused_code_ran(self) -> bool:
         """Whether every fused region that ran took its fused path (and one did): the
         comparison then covered the fused code."""
-        if self.regions is None:
-            return False
-        ran = [r for r in self.regions if r.runs]
-        return bool(ran) and all(r.fused_runs for r in ran)
+        return bool(self.regions) and not fallback_only(list(self.regions))
 
 
 def _flags(flags: Sequence[str]) -> argparse.Namespace:
