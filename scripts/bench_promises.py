@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     for program in args.programs:
         state = run_pipeline(OptimizeState(CompileJob(program, CompileFlags(), resolve_toolchain())))
         for variant, plan in _variants(state).items():
-            text, _ = generate(state.model, state.schedule, plan, state.source)
+            text, _ = generate(state.model, state.program.with_kernels(plan), state.source)
             fig = _figures(text, program.name)
             kept = sum(len(k.restrict) for k in plan)
             rows.append({"program": str(program.relative_to(REPO)) if program.is_relative_to(REPO) else str(program),

@@ -33,8 +33,10 @@ from sirius.analysis.repetition import NotALoop, find_repetition
 from sirius.fusion.cell_waves import install_cell_waves, narrowest_block, no_waves, plan_cell_waves
 from sirius.fusion.cooperative import plan_cooperative
 from sirius.fusion.codegen import generate
+from sirius.fusion.guards import guard_program
 from sirius.fusion.host_constants import propagate_host_constants
-from sirius.fusion.kernel_ir import KernelIR, lower
+from sirius.fusion.kernel_ir import CellWavesLaunch, FusedProgram, KernelIR
+from sirius.fusion.lowering import lower
 from sirius.fusion.promises import BrokenPromise, keep_promises
 from sirius.fusion.read_once import read_shared_inputs_once
 from sirius.fusion.redundant_barriers import eliminate_redundant_barriers
@@ -109,7 +111,7 @@ class OptimizeState:
     model: ProgramModel | None = None
     uar: UAR | None = None
     schedule: Schedule | None = None
-    kernels: list[KernelIR] = field(default_factory=list)  # the fused kernels, as the passes leave them
+    program: FusedProgram = field(default_factory=FusedProgram)  # the fused launches, as the passes leave them
     promises_dropped: dict[int, tuple[BrokenPromise, ...]] = field(default_factory=dict)  # group -> restrict taken back
     output: str = ""
     fused: list[KernelIR] = field(default_factory=list)  # the kernels as printed, with their run-time guards
@@ -123,6 +125,18 @@ class OptimizeState:
 
     def late(self, scope: LateScope) -> list[LateFact]:
         return [f for f in self.late_facts if f.scope is scope]
+
+    @property
+    def kernels(self) -> list[KernelIR]:
+        """The fused kernels of ``program``, in the schedule's order."""
+        return self.program.kernels()
+
+    def change_kernels(self, change: Callable[[list[KernelIR]], tuple]) -> tuple:
+        """``change`` applied to the fused kernels: ``program`` takes the kernels it returns
+        first; the rest of what it returns is returned."""
+        kernels, *rest = change(self.kernels)
+        self.program = self.program.with_kernels(kernels)
+        return tuple(rest)
 
 
 @dataclass(frozen=True)
@@ -215,23 +229,21 @@ def _cooperative(st: OptimizeState) -> None:
 
 
 def _lower(st: OptimizeState) -> None:
-    st.kernels = lower(st.model, st.schedule)
+    st.program = lower(st.model, st.schedule)
 
 
 def _barriers(st: OptimizeState) -> None:
-    st.kernels = place_barriers(st.kernels, st.uar)
+    st.change_kernels(lambda kernels: (place_barriers(kernels, st.uar),))
 
 
 def _cell_block(st: OptimizeState) -> None:
-    for region, plan in list(st.schedule.cell_waves.items()):
-        phases = [k for k in st.kernels if k.group.id in plan.phases]
-        narrow = narrowest_block(st.model, plan, phases)
-        st.schedule.cell_waves[region] = narrow
-        st.kernels = [dataclasses.replace(k, wave=narrow) if k.wave is plan else k for k in st.kernels]
+    st.program = dataclasses.replace(st.program, launches=tuple(
+        dataclasses.replace(launch, plan=narrowest_block(st.model, launch.plan, list(launch.phases)))
+        if isinstance(launch, CellWavesLaunch) else launch for launch in st.program.launches))
 
 
 def _promises(st: OptimizeState) -> tuple[LateFact, ...]:
-    st.kernels, st.promises_dropped, unfused = keep_promises(st.kernels, st.model)
+    st.promises_dropped, unfused = st.change_kernels(lambda kernels: keep_promises(kernels, st.model))
     return tuple(LateFact(LateScope.GROUP, tuple(sorted(group.launches)), reason) for group, reason in unfused)
 
 
@@ -239,7 +251,7 @@ def _passes(st: OptimizeState) -> None:
     st.pass_changes = {}
     for kernel_pass in KERNEL_PASSES:
         if kernel_pass.name in st.passes:
-            st.kernels, st.pass_changes[kernel_pass.name] = kernel_pass.run(st.kernels, st)
+            st.pass_changes[kernel_pass.name], = st.change_kernels(lambda kernels: kernel_pass.run(kernels, st))
             _verify_ir(st, f"pass {kernel_pass.name}")
 
 
@@ -247,13 +259,17 @@ def _verify_ir(st: OptimizeState, after: str) -> None:
     """With ``verify_each``, the kernel IR's invariants (``fusion.verify_ir``) after ``after``."""
     if not st.verify_each:
         return
-    broken = ir_violations(st.kernels)
+    broken = ir_violations(st.program)
     if broken:
         raise SiriusError(f"internal error: the kernel IR after {after} breaks its invariants: " + "; ".join(broken))
 
 
+def _guards(st: OptimizeState) -> None:
+    st.program = guard_program(st.model, st.program, st.macro_expansions)
+
+
 def _codegen(st: OptimizeState) -> None:
-    st.output, st.fused = generate(st.model, st.schedule, st.kernels, st.source, st.macro_expansions)
+    st.output, st.fused = generate(st.model, st.program, st.source)
 
 
 def _check(st: OptimizeState) -> tuple[LateFact, ...]:
@@ -316,6 +332,8 @@ PIPELINE: tuple[Stage, ...] = (
     Stage("promises", _promises, "keep only the __restrict__ promises the alias facts prove; split groups "
                                  "whose read-only-cache loads another fragment would write"),
     Stage("passes", _passes, "the kernel passes switched on (--passes): " + ", ".join(pass_names())),
+    Stage("guards", _guards, "the run-time conditions of each fused launch: the build's macros, the shapes, "
+                             "arguments and pointer distances analysed, the values folded into kernels"),
     Stage("codegen", _codegen, "print fragments and fused kernels, rewrite the launch regions"),
     Stage("check", _check, "analyse the emitted program: every promise of a fused kernel holds, every launch "
                            "fits the GPU (ptxas figures); a violation leaves its group unfused"),
@@ -327,7 +345,7 @@ def stage_names() -> list[str]:
 
 
 MAX_RERUNS = 4  # runs from the schedule after late facts, before the pipeline gives up
-IR_STAGES = ("lower", "barriers", "cell-block", "promises")  # stages that change the kernel IR (and each pass)
+IR_STAGES = ("lower", "barriers", "cell-block", "promises", "guards")  # stages that change the kernel IR (and each pass)
 
 
 def run_pipeline(state: OptimizeState, print_after: str | None = None,
@@ -454,7 +472,7 @@ def report(state: OptimizeState) -> dict[str, Any]:
             "scratch_bytes": plan.repetition.cell_bytes * plan.repetition.copies,
             "phases": [[{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].statement.line}
                         for i in g.launches] for g in sched.groups if g.id in plan.phases]}
-            for plan in sched.cell_waves.values()],
+            for plan in (launch.plan for launch in state.program.of_kind(CellWavesLaunch))],
         # refusals between launches a cooperative launch joined after all are left out
         "refused": [{"launches": [{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].statement.line}
                                   for i in r.launches if i in insts], "reason": r.reason}

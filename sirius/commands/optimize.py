@@ -19,7 +19,7 @@ from sirius.commands.common import add_compile_flags, compile_flags_from_args, i
 from sirius.core.config import resolve_toolchain
 from sirius.core.errors import InputError
 from sirius.fusion.includes import relocate_includes
-from sirius.fusion.kernel_ir import format_kernel
+from sirius.fusion.kernel_ir import format_program
 from sirius.fusion.policies import DEFAULT, load_policy
 from sirius.fusion.schedule import ARRANGEMENTS, RefusalKind
 from sirius.pipeline import OptimizeState, pass_names, rearrange, report, run_pipeline, stage_names
@@ -107,8 +107,8 @@ def _dump(name: str, st: OptimizeState) -> None:
         for g in st.schedule.groups:
             print(f"group {g.id} (region {g.region}, step {g.step}, {g.arrangement}): " + " | ".join(
                 " -> ".join(f"S{i}" for i in lane.launches) for lane in g.lanes))
-    elif name in ("lower", "barriers", "promises", "passes"):
-        print("".join(format_kernel(k) for k in st.kernels), end="")
+    elif name in ("lower", "barriers", "cell-block", "promises", "passes", "guards"):
+        print(format_program(st.program), end="")
     elif name == "codegen":
         print(st.output)
     elif name == "cell-waves":

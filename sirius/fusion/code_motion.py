@@ -76,7 +76,7 @@ def interleave_fragments(kernels: list[KernelIR], uar: UAR) -> tuple[list[Kernel
     saves barriers (see the module docstring), and per kernel how many it saved."""
     out, report = [], []
     for k in kernels:
-        if k.wave is not None:
+        if k.role.per_cell:
             out.append(k)
             continue
         bare = [_moved(lane, uar) for lane in k.lanes]

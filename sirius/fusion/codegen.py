@@ -19,20 +19,19 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass
 
-from sirius.analysis.build_macros import SAME_TOKENS, STRINGIZE, macro_conditions
+from sirius.analysis.build_macros import SAME_TOKENS, STRINGIZE
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.analysis.symbolic import Expr
-from sirius.fusion.cell_waves import CellWaves
 from sirius.fusion import kernel_ir as ir
-from sirius.fusion.kernel_ir import KernelIR, phases_shared
+from sirius.fusion.guards import base_pointer
+from sirius.fusion.kernel_ir import (CellWavesLaunch, CooperativeLaunch, FusedProgram, KernelIR, KernelRole, LoopGuard,
+                                     WavefrontLaunch, phases_shared)
 from sirius.fusion.promises import strip_restrict
 from sirius.fusion.redundant_barriers import BARRIER_CALL, drop_barrier_lines
 from sirius.fusion.region_paths import PathKind, RegionSlots, RegionTable
 from sirius.fusion.shared_overlay import POOL_ALIGNMENT, pool_layout, pooled_declaration
 from sirius.core.target import needs_shared_opt_in
-from sirius.fusion.schedule import FusionGroup, Schedule
 
 _INDEX_NAMES = ("blockIdx", "threadIdx", "blockDim", "gridDim")
 
@@ -328,10 +327,6 @@ def _cooperative_launch(plan, phases: list[KernelIR]) -> str:
 
 # ------------------------------------------------------------------ waves of cells
 
-def _base(buffer: str) -> str:
-    return "sirius_base_" + re.sub(r"\W", "_", buffer)
-
-
 def _in_cell(e: Expr, rep) -> str:
     """An offset or scalar of the pattern as the cell kernel computes it."""
     return f"({e.subs({rep.iterator: Expr.sym('sirius_step')}).to_c()})"
@@ -343,9 +338,9 @@ def _pattern_value(arg, ptype: str, rep) -> str:
         return _in_cell(arg.value, rep) if arg.value is not None else arg.text
     if arg.kind == "private":
         return f"({ptype})(sirius_scratch + sirius_layer * {rep.cell_bytes} + {arg.slot})"
-    general = f"{_base(arg.buffer)} + {_in_cell(arg.offset, rep)}"
+    general = f"{base_pointer(arg.buffer)} + {_in_cell(arg.offset, rep)}"
     if arg.kind == "peeled":
-        first = f"{_base(arg.first.buffer)} + {_in_cell(arg.first.offset, rep)}"
+        first = f"{base_pointer(arg.first.buffer)} + {_in_cell(arg.first.offset, rep)}"
         return f"({ptype})(sirius_layer == 0 ? {first} : {general})"
     return f"({ptype})({general})"
 
@@ -376,10 +371,10 @@ def _cell_wave_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
         body.append("    const unsigned sirius_t = blockIdx.x * blockDim.x + threadIdx.x;")
         for piece in rep.copy_back:
             body.append(f"    for (unsigned sirius_i = sirius_t; sirius_i < {piece.bytes}u; sirius_i += gridDim.x * "
-                        f"blockDim.x) {_base(piece.buffer)}[{piece.offset} + sirius_i] = sirius_scratch[{piece.slot} + "
+                        f"blockDim.x) {base_pointer(piece.buffer)}[{piece.offset} + sirius_i] = sirius_scratch[{piece.slot} + "
                         "sirius_i];")
         body.append("  }")
-    bases = [f"char* const {_base(a)}" for a in plan.allocations]
+    bases = [f"char* const {base_pointer(a)}" for a in plan.allocations]
     if plan.persistent:  # the wave loop in the kernel: a grid barrier between two waves
         params = bases
         body = ([f"  {plan.wave_for} {{", f"    const int sirius_lo = {plan.lo};",
@@ -401,46 +396,24 @@ def _cell_wave_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
             f"{_signature(plan.name, params, plan.threads)} {{\n" + "\n".join(locals_ + body) + "\n}\n")
 
 
-def _cell_checks(plan, insts, source: bytes, build: list[str], slots: RegionSlots) -> tuple[str, list[str]]:
-    """The loop run once without launching (when the ``build`` conditions hold): each
-    launch's shape and arguments compared with what the pattern gives its cell, the
-    allocations' base pointers taken from them; sets ``sirius_cells_ok`` (each condition
-    counted in ``slots`` when it fails). Also the conditions, as text for the report."""
-    rep = plan.repetition
-    loop = rep.loop.range
-    checks, described = [], list(build)
-    source_step = {rep.iterator: Expr.sym(rep.loop.iterator)}
-    for idx in (i for row in rep.statements for i in row):
-        inst = insts[idx]
-        conds = _shape_conditions(inst)
-        for j, (_, arg) in enumerate(inst.bindings[:len(inst.site.args)]):
-            if arg.kind == "buffer":
-                at = f"((const char*)(sirius_a{idx}_{j}) - ({arg.offset.subs(source_step).to_c()}))"
-                conds.append(f"(({_base(arg.buffer)} ? 0 : ({_base(arg.buffer)} = (char*){at}, 0)), "
-                             f"{_base(arg.buffer)} == {at})")
-            elif arg.value is not None:
-                conds.append(f"(long long)(sirius_a{idx}_{j}) == (long long)({arg.value.subs(source_step).to_c()})")
-            elif arg.kind == "scalar" and arg.text:  # a floating-point constant the cell kernel bakes in
-                conds.append(f"sirius_same_bits(sirius_a{idx}_{j}, {arg.text})")
-        described += conds
-        checks.append((inst, "", conds))
-    expected = rep.steps * rep.copies * rep.period
-    bases = "".join(f"char* {_base(a)} = nullptr; " for a in plan.allocations)
-    return bases + _checked_loop(loop, checks, expected, "waves", source, build, slots), described
+def _cell_checks(launch: CellWavesLaunch, insts, source: bytes, slots: RegionSlots) -> str:
+    """The guard of waves of cells (``fusion.guards``): the allocations' base pointers, then
+    ``_checked_loop``."""
+    bases = "".join(f"char* {base_pointer(a)} = nullptr; " for a in launch.plan.allocations)
+    return bases + _checked_loop(launch.plan.repetition.loop.range, launch.guard, "waves", insts, source, slots)
 
 
-def _checked_loop(loop, checks, expected: int, what: str, source: bytes, build: list[str],
-                  slots: RegionSlots) -> str:
-    """Host code setting ``sirius_cells_ok``: the ``build`` conditions, then the loop nest
-    (range ``loop``) once with its launches replaced by ``checks`` (``_checking_nest``),
-    then that it issued ``expected`` launches; each condition counted in ``slots`` when it
-    fails."""
-    head = f"bool sirius_cells_ok = {slots.guard(build)}; long long sirius_checked = 0;\n"
-    nest = _checking_nest(loop, [(inst, prefix, [slots.holds(c) for c in conds]) for inst, prefix, conds in checks],
-                          source)
+def _checked_loop(loop, guard: LoopGuard, what: str, insts, source: bytes, slots: RegionSlots) -> str:
+    """Host code setting ``sirius_cells_ok``: the guard's build conditions, then the loop
+    nest (range ``loop``) once with its launches replaced by the guard's checks
+    (``_checking_nest``), then that it issued the launches expected; each condition counted
+    in ``slots`` when it fails."""
+    head = f"bool sirius_cells_ok = {slots.guard(list(guard.build))}; long long sirius_checked = 0;\n"
+    nest = _checking_nest(loop, [(insts[c.launch], c.declare, [slots.holds(x) for x in c.conditions])
+                                 for c in guard.checks], source)
     return (head + f"  /* sirius: the loop once without launching, to check the values the {what} assume */\n"
             f"  if (sirius_cells_ok) {nest.decode()}\n"
-            f"  sirius_cells_ok = sirius_cells_ok && {slots.holds(f'sirius_checked == {expected}LL')};\n")
+            f"  sirius_cells_ok = sirius_cells_ok && {slots.holds(f'sirius_checked == {guard.expected}LL')};\n")
 
 
 def _cell_wave_host(plan, phases: list[KernelIR], guard: str, source: bytes, slots: RegionSlots) -> str:
@@ -453,7 +426,7 @@ def _cell_wave_host(plan, phases: list[KernelIR], guard: str, source: bytes, slo
     static, dynamic = phases_shared(phases)
     loop = rep.loop.range
     original = source[loop.start_offset:loop.end_offset].decode()
-    bases = [f"(void*)&{_base(a)}" for a in plan.allocations]
+    bases = [f"(void*)&{base_pointer(a)}" for a in plan.allocations]
     wave_args = ["(void*)&sirius_w", "(void*)&sirius_lo", "(void*)&sirius_hi"]
     if plan.persistent:
         launch = (f"  {{ void* sirius_args[] = {{{', '.join(bases) or 'nullptr'}}};\n"
@@ -489,18 +462,6 @@ def _passed(k: KernelIR) -> list[str]:
     return [p.declared for p in k.params if p.passed]
 
 
-def _folded_conditions(k: KernelIR) -> list[str]:
-    """Guard conditions for the values host constant propagation folded into ``k``."""
-    arg = {p.name: f"sirius_a{p.launch}_{p.position}" for p in k.params}
-    conds = []
-    for p in k.params:
-        if p.constant is not None:
-            conds.append(f"(long long)({arg[p.name]}) == {p.constant}LL")
-        elif p.base is not None:
-            conds.append(f"(const char*)({arg[p.name]}) - (const char*)({arg[p.base]}) == {p.delta}")
-    return conds
-
-
 def _shared_opt_in(kernel: str, dynamic: int, tag) -> str:
     """Once per program run: allow the launches of ``kernel`` ``dynamic`` bytes of dynamic
     shared memory, more than the 48 KB a launch gets by default (``tag`` names the variable
@@ -532,83 +493,6 @@ def _original_launch(inst: LaunchInstance) -> str:
     return f"{inst.site.callee or inst.site.kernel}<<<sirius_g{idx}, sirius_b{idx}{shm}>>>({args})"
 
 
-def _shape_conditions(inst: LaunchInstance) -> list[str]:
-    """The launch's grid, block and dynamic shared memory as the analysis took them."""
-    idx, stmt = inst.statement.index, inst.statement
-    conds = []
-    for name, dims in (("g", stmt.grid), ("b", stmt.block)):
-        known = dims.constant() if dims else None
-        if known is not None:
-            conds += [f"sirius_{name}{idx}.{axis} == {v}u" for axis, v in zip("xyz", known)]
-    if len(inst.site.config) > 2 and stmt.shmem is not None and stmt.shmem.constant_value() is not None:
-        conds.append(f"sirius_s{idx} == {stmt.shmem.constant_value()}u")
-    return conds
-
-
-def assumptions(launches, insts, sizes: dict[str, int | None]) -> list[str]:
-    """C conditions under which the fused region computes what the original launches did:
-    the values the analysis took as constants (launch shapes, integer scalars, distances
-    between pointers into one allocation, allocations apart: ``sizes`` in bytes), as the
-    host evaluates them at run time. A program rebuilt with other sizes, or whose pointers
-    land in other allocations, falls back to the original launches."""
-    conds: list[str] = []
-    reference: dict[str, tuple[int, int, object]] = {}
-    for idx in launches:
-        inst = insts[idx]
-        conds += _shape_conditions(inst)
-        for j, (_, arg) in enumerate(inst.bindings[:len(inst.site.args)]):
-            if arg.kind == "scalar" and arg.value is not None and arg.value.constant_value() is not None:
-                conds.append(f"(long long)(sirius_a{idx}_{j}) == {arg.value.constant_value()}LL")
-            elif arg.kind == "buffer" and arg.offset is not None:
-                ref = reference.setdefault(arg.buffer, (idx, j, arg.offset))
-                delta = (arg.offset - ref[2]).constant_value()
-                if ref[:2] != (idx, j) and delta is not None:
-                    conds.append(f"(const char*)(sirius_a{idx}_{j}) - (const char*)(sirius_a{ref[0]}_{ref[1]}) "
-                                 f"== {delta}")
-    starts = {alloc: f"(const char*)(sirius_a{i}_{j}) - {offset.constant_value()}"
-              for alloc, (i, j, offset) in reference.items() if offset.constant_value() is not None}
-    return conds + apart_conditions(starts, sizes, _written(launches, insts))
-
-
-def _written(launches, insts) -> set[str]:
-    """The allocations a write of ``launches`` reaches."""
-    return {m.buffer for i in launches for m in insts[i].maps if m.access.kind != "load"}
-
-
-def apart_conditions(starts: dict[str, str], sizes: dict[str, int | None], written: set[str]) -> list[str]:
-    """C conditions that allocations the analysis told apart are apart at run time (a
-    rebuild may pass one allocation for another: ``out = INPLACE ? x : y``): for each
-    written allocation and each other one, their byte ranges (``starts``: C expressions
-    of their first byte; ``sizes``) do not overlap."""
-    known = sorted(a for a in starts if sizes.get(a))
-    conds = []
-    for k, a in enumerate(known):
-        for b in known[k + 1:]:
-            if a in written or b in written:
-                ua, ub = f"(unsigned long long)({starts[a]})", f"(unsigned long long)({starts[b]})"
-                conds.append(f"({ua} + {sizes[a]}ULL <= {ub} || {ub} + {sizes[b]}ULL <= {ua})")
-    return conds
-
-
-def _cell_assumptions(inst: LaunchInstance, wave) -> list[str]:
-    """C conditions, in the loop nest's iterators, under which one launch of a wavefront
-    cell is what the wave kernel computes for that cell: its shape, its integer arguments
-    and its pointers (allocation base plus the affine offset the kernel adds)."""
-    idx = inst.statement.index
-    (outer, inner), (n_outer, n_inner) = (wave.outer, wave.inner), wave.extents
-    conds = [f"{outer} >= 0", f"{outer} < {n_outer}", f"{inner} >= 0", f"{inner} < {n_inner}"]
-    conds += _shape_conditions(inst)
-    for j, (_, arg) in enumerate(inst.bindings[:len(inst.site.args)]):
-        if arg.kind == "buffer":
-            conds.append(f"(const char*)(sirius_a{idx}_{j}) == (const char*)({arg.buffer}) + "
-                         f"({arg.offset.to_c()})")
-        elif arg.kind == "scalar" and arg.value is not None and arg.value.to_c() is not None:
-            conds.append(f"(long long)(sirius_a{idx}_{j}) == (long long)({arg.value.to_c()})")
-        elif arg.kind == "scalar" and arg.text:  # a floating-point constant the wave kernel bakes in
-            conds.append(f"sirius_same_bits(sirius_a{idx}_{j}, {arg.text})")
-    return conds
-
-
 def _checking_nest(loop, checks, source: bytes) -> bytes:
     """The source of a loop nest (range ``loop``) with each launch in ``checks`` replaced by
     a check that does not launch: (launch, declarations first, conditions) evaluates the
@@ -626,42 +510,21 @@ def _checking_nest(loop, checks, source: bytes) -> bytes:
     return nest
 
 
-def _wave_guard(group: FusionGroup, wave, insts, source: bytes, build: list[str],
-                slots: RegionSlots) -> tuple[str, list[str]]:
-    """The loop nest run once without launching (when the ``build`` conditions hold): every
-    launch's shape and arguments are evaluated where they stood and compared with what the
-    wave kernel assumes for that cell (see ``_cell_assumptions``), and the cells are
-    counted. Sets ``sirius_cells_ok``, each condition counted in ``slots`` when it fails."""
-    loop = wave.outer_loop.range
-    checks, described = [], list(build)
-    for idx in group.launches:
-        inst = insts[idx]
-        conds = _cell_assumptions(inst, wave)
-        described += conds
-        names = "".join(f"const int {model_name} = (int)({written}); "
-                        for model_name, written in zip((wave.outer, wave.inner), wave.source_iterators)
-                        if model_name != written)
-        checks.append((inst, names, conds))
-    expected = wave.extents[0] * wave.extents[1] * len(group.launches)
-    return _checked_loop(loop, checks, expected, "wavefront's cells", source, build, slots), described
-
-
-def _issue(group: FusionGroup, insts, fused: dict[int, KernelIR]) -> str:
-    if len(group.launches) == 1:
-        return _original_launch(insts[group.launches[0]])
-    k = fused[group.id]
+def _issue(issue: ir.Issue, insts, fused: dict[int, KernelIR]) -> str:
+    if issue.alone is not None:
+        return _original_launch(insts[issue.alone])
+    k = fused[issue.group]
     args = ", ".join(f"sirius_a{p.launch}_{p.position}" for p in k.params if p.passed)
     opt_in = _shared_opt_in(k.name, k.dynamic_shared, k.group.id) if k.shared_opt_in else ""
     return f"{opt_in}{k.name}<<<{k.grid_text}, {k.block_text}, {k.dynamic_shared}>>>({args})"
 
 
-def _wave_kernel(k: KernelIR, insts, decls, source: bytes, build: list[str],
-                 slots: RegionSlots) -> tuple[str, str, list[str]]:
+def _wave_kernel(launch: WavefrontLaunch, insts, decls, source: bytes, slots: RegionSlots) -> tuple[str, str]:
     """The kernel running one anti-diagonal of a loop nest, and the host code replacing the
-    nest: the wave loop where the nest's values are those the wavefront assumes, else the
-    nest as written; the path taken counted in ``slots``. Also the guard's conditions, as
-    text for the report."""
-    wave, lane = k.wave, k.lanes[0]
+    nest: the wave loop where the nest's values are those the wavefront assumes (its
+    guard), else the nest as written; the path taken counted in ``slots``."""
+    k, wave = launch.kernel, launch.plan
+    lane = k.lanes[0]
     (gx, gy, gz), (bx, by, bz) = lane.grid, lane.block
     per_cell = lane.blocks
     params = ["const int sirius_w", "const int sirius_lo"] + [f"char* sirius_base_{a}" for a in wave.allocations]
@@ -687,8 +550,8 @@ def _wave_kernel(k: KernelIR, insts, decls, source: bytes, build: list[str],
               f"with {wave.outer} + {wave.inner} = sirius_w\n"
               f"{_signature(k.name, params, k.threads)} {{\n" + "\n".join(body) + "\n}\n")
     bases = ", ".join(["sirius_w", "sirius_lo"] + [f"(char*){a}" for a in wave.allocations])
-    guard, described = _wave_guard(k.group, wave, insts, source, build, slots)
     loop = wave.outer_loop.range
+    guard = _checked_loop(loop, launch.guard, "wavefront's cells", insts, source, slots)
     original = source[loop.start_offset:loop.end_offset].decode()
     host = (f"{{ /* sirius: wavefront over ({wave.outer}, {wave.inner}): the {len(lane.fragments)} launches of each "
             f"iteration are one fused launch, and all iterations on one anti-diagonal share it */\n  {guard}"
@@ -702,7 +565,7 @@ def _wave_kernel(k: KernelIR, insts, decls, source: bytes, build: list[str],
             "  } else { /* sirius: not the values optimized for: the loop nest as written */\n"
             f"  {slots.fell_back()}\n"
             f"{_line_directive(loop.line)}{' ' * (loop.column - 1)}{original}\n  }}\n}}")
-    return kernel, host, described
+    return kernel, host
 
 
 def _open_region(table: RegionTable, kind: str, launches, insts) -> RegionSlots:
@@ -738,24 +601,14 @@ def _readable(condition: str, insts) -> str:
     return _TEMPORARY.sub(name, condition)
 
 
-def _build_conditions(model: ProgramModel, launches, macros: dict[str, str]) -> list[str]:
-    """Conditions that the program's macros used by ``launches`` (their statements, their
-    kernels, the device functions) expand as they did when it was optimized
-    (analysis.build_macros): a rebuild with other ``-D`` values takes the original path."""
-    insts = model.instances()
-    ranges = [insts[i].site.range for i in launches if insts[i].site is not None]
-    ranges += [d.range for d in (model.kernel_decls.get(insts[i].kernel.mangled) for i in launches) if d is not None]
-    return macro_conditions(model.source.macros_in(ranges + model.source.device_function_ranges), macros)
-
-
-def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
-             source: str, macros: dict[str, str] | None = None) -> tuple[str, list[KernelIR]]:
+def generate(model: ProgramModel, program: FusedProgram, source: str) -> tuple[str, list[KernelIR]]:
     """The optimized program's source (see the module docstring), printing the fused
-    kernels ``kernels`` (one per group of more than one launch); and the kernels with the
-    conditions that guard their launches (``macros``: the expansions of the program's
-    macros when it was optimized, analysis.build_macros)."""
-    macros = macros or {}
-    sizes = {a.name: a.bytes.constant_value() if a.bytes is not None else None for a in model.host.allocations}
+    launches of ``program`` (guarded: ``fusion.guards``) in place of the launches and loops
+    they replace; and the fused kernels as printed (a phase under its launch's name)."""
+    kernels = program.kernels()
+    cooperative = {launch.plan.region: launch for launch in program.of_kind(CooperativeLaunch)}
+    cell_waves = program.of_kind(CellWavesLaunch)
+    wavefronts = {launch.kernel.group.id: launch for launch in program.of_kind(WavefrontLaunch)}
     insts = model.instances()
     decls = {idx: model.kernel_decls.get(inst.kernel.mangled) for idx, inst in insts.items()}
     if not kernels:
@@ -763,9 +616,8 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
     kernels_text: list[str] = []
     done: set[str] = set()
     # kernels a cooperative kernel runs in fewer threads than its block: their barriers count theirs
-    block_of = {k.group.id: schedule.cooperative[k.group.region].threads for k in kernels
-                if k.group.region in schedule.cooperative}
-    block_of.update({k.group.id: k.wave.threads for k in kernels if isinstance(k.wave, CellWaves)})
+    block_of = {k.group.id: launch.plan.threads for launch in [*cooperative.values(), *cell_waves]
+                for k in launch.phases}
     narrow = {insts[f.launch].kernel.mangled for k in kernels if k.group.id in block_of
               for lane in k.lanes if lane.threads < block_of[k.group.id]
               for f in lane.fragments if insts[f.launch].kernel.barriers}
@@ -789,67 +641,54 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
     fused: dict[int, KernelIR] = {}
     edits: list[tuple[int, int, str]] = []
     table = RegionTable()
-    phases_of = {region: [k for k in kernels if k.group.id in plan.phases]
-                 for region, plan in schedule.cooperative.items()}
-    for region, plan in schedule.cooperative.items():
-        kernels_text.append(_cooperative_kernel(plan, phases_of[region], insts, decls))
-    for plan in schedule.cell_waves.values():
-        phases = [k for k in kernels if k.group.id in plan.phases]
+    phases_of = {region: list(launch.phases) for region, launch in cooperative.items()}
+    for region, launch in cooperative.items():
+        kernels_text.append(_cooperative_kernel(launch.plan, phases_of[region], insts, decls))
+    for launch in cell_waves:
+        plan, phases = launch.plan, list(launch.phases)
         kernels_text.append(_cell_wave_kernel(plan, phases, insts, decls))
         launches = [i for row in plan.repetition.statements for i in row]
         slots = _open_region(table, "waves", launches, insts)
-        guard, described = _cell_checks(plan, insts, source.encode(), _build_conditions(model, launches, macros),
-                                        slots)
-        for k in phases:
-            fused[k.group.id] = dataclasses.replace(k, assumptions=tuple(described))
+        guard = _cell_checks(launch, insts, source.encode(), slots)
+        fused.update({k.group.id: k for k in phases})
         loop = plan.repetition.loop.range
         edits.append((loop.start_offset, loop.end_offset, _cell_wave_host(plan, phases, guard, source.encode(), slots)))
     for k in kernels:
-        if isinstance(k.wave, CellWaves):
+        if k.role is KernelRole.CELL_PHASE:
             continue
-        if k.group.region in schedule.cooperative:
-            fused[k.group.id] = dataclasses.replace(k, name=schedule.cooperative[k.group.region].name)
+        if k.role is KernelRole.PHASE:
+            fused[k.group.id] = dataclasses.replace(k, name=cooperative[k.group.region].plan.name)
             continue
-        if k.wave is not None:
-            build = _build_conditions(model, k.group.launches, macros)
+        if k.role is KernelRole.WAVEFRONT:
             slots = _open_region(table, "wavefront", k.group.launches, insts)
-            text, host, described = _wave_kernel(k, insts, decls, source.encode(), build, slots)
-            fused[k.group.id] = k = dataclasses.replace(k, assumptions=tuple(described))
+            text, host = _wave_kernel(wavefronts[k.group.id], insts, decls, source.encode(), slots)
+            fused[k.group.id] = k
             kernels_text.append(text)
-            loop = k.wave.outer_loop.range
+            loop = wavefronts[k.group.id].plan.outer_loop.range
             edits.append((loop.start_offset, loop.end_offset, host))
             continue
         kernels_text.append(_fused_kernel(k, insts, decls))
         fused[k.group.id] = k
 
-    rewritten_regions = {k.group.region for k in kernels if k.wave is None}
-    for region in schedule.regions:
-        if region.id not in rewritten_regions:
-            continue
-        groups = [g for g in schedule.groups if g.region == region.id]
+    for region in program.regions:
         last = region.launches[-1]
-        guard = _build_conditions(model, region.launches, macros) + assumptions(region.launches, insts, sizes)
-        guard += [c for g in groups if g.id in fused for c in _folded_conditions(fused[g.id]) if c not in guard]
-        for g in groups:
-            if g.id in fused:
-                fused[g.id] = dataclasses.replace(fused[g.id], assumptions=tuple(guard))
-        slots = _open_region(table, "cooperative" if region.id in schedule.cooperative else "fused",
+        slots = _open_region(table, "cooperative" if region.region in cooperative else "fused",
                              region.launches, insts)
-        checked = slots.guard(guard)
+        checked = slots.guard(list(region.guard))
         for idx in region.launches:
             inst = insts[idx]
             text = f"/* sirius: {inst.site.kernel} launch rescheduled */ " + _temporaries(inst, True)
-            if idx == last and region.id in schedule.cooperative:
-                plan = schedule.cooperative[region.id]
+            if idx == last and region.region in cooperative:
+                plan = cooperative[region.region].plan
                 original = "; ".join(_original_launch(insts[i]) for i in region.launches)
-                launch = _cooperative_launch(plan, phases_of[region.id])
+                launch = _cooperative_launch(plan, phases_of[region.region])
                 text += (f"; if ({checked}) {{ /* sirius: one cooperative launch */ {launch} "
                          f"if (!sirius_coop_done) {{ {slots.took(PathKind.NO_COOPERATIVE)} {original}; }} "
                          f"else {slots.took(PathKind.COOPERATIVE)} }} "
                          f"else {{ /* sirius: not the shapes optimized for: the original launches */ "
                          f"{slots.fell_back()} {original}; }}")
             elif idx == last:
-                issue = "; ".join(_issue(g, insts, fused) for g in groups)
+                issue = "; ".join(_issue(i, insts, fused) for i in region.issued)
                 original = "; ".join(_original_launch(insts[i]) for i in region.launches)
                 text += (f"; if ({checked}) {{ /* sirius: fused launches */ {slots.took(PathKind.FUSED)} {issue}; }} "
                          f"else {{ /* sirius: not the shapes optimized for: the original launches */ "
@@ -871,15 +710,15 @@ def generate(model: ProgramModel, schedule: Schedule, kernels: list[KernelIR],
     prototypes = ""
     if entry is not None and insert_at > entry.start_offset:
         prototypes = helpers + "".join(_signature(k.name, _passed(k), k.threads) + ";\n"
-                             for k in fused.values() if k.wave is None and k.group.region not in schedule.cooperative)
-        prototypes += "".join(_signature(plan.name, [strip_restrict(p.declared) for k in phases_of[r]
-                                                     for p in k.params if p.passed], plan.threads) + ";\n"
-                              for r, plan in schedule.cooperative.items())
-        if any(k.wave is not None for k in kernels):
+                             for k in fused.values() if k.role is KernelRole.FUSED)
+        prototypes += "".join(_signature(launch.plan.name, [strip_restrict(p.declared) for k in launch.phases
+                                                            for p in k.params if p.passed], launch.plan.threads) + ";\n"
+                              for launch in cooperative.values())
+        if any(k.role.per_cell for k in kernels):
             prototypes = ""  # wave kernels need the helper macros too: keep everything above the entry
             insert_at = entry.start_offset
     top = table.header() if table.slots else ""  # first, before the program's own macros can rename what it uses
-    if schedule.cooperative or schedule.cell_waves:  # (with the barrier of narrow phases, which fragments
+    if cooperative or cell_waves:  # (with the barrier of narrow phases, which fragments
         # written after their kernels call)
         top += "#include <cooperative_groups.h>  // sirius: cooperative launches below\n" + (
             BLOCK_SYNC_HELPER if narrow else "")

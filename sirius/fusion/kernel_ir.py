@@ -1,25 +1,40 @@
-"""The fused-kernel IR: what a fused kernel is, between the schedule and the text.
+"""The fused-kernel IR: what the optimized program launches in place of the original
+launches, between the schedule and the text.
 
-``lower`` builds one ``KernelIR`` per fused group of the schedule: its
-parameters (each bound to one parameter of one fragment, with the allocation
-and offset the alias facts give), its lanes (a range of the fused grid's
-blocks running a sequence of fragments, each with its own launch shape and, when
-re-indexed onto the lane's threads, the isl map that does it), the shared
-arrays its fragments use, and for a wavefront the plan of its waves. Lowering
-places no barriers: the passes after it (``fusion.barriers``, the promises) add
-and remove what they prove, and code generation prints the result.
-``format_kernel`` prints the IR itself, for tests and ``--print-after``.
+A ``FusedProgram`` is a sequence of fused launches, one typed value per kind:
+
+- ``FusedKernelLaunch``: one fused kernel launched where the region's launches stood;
+- ``WavefrontLaunch``: one kernel launched once per anti-diagonal of a host loop nest;
+- ``CooperativeLaunch``: one cooperative kernel running the fused kernels of a region as
+  phases, a grid barrier between them;
+- ``CellWavesLaunch``: one cooperative kernel per wave of (step, layer) cells of a host
+  loop (or one for every wave), the cell's fused kernels as its phases.
+
+Each holds its fused kernels (``KernelIR``): parameters (each bound to one parameter of
+one fragment, with the allocation and offset the alias facts give), lanes (a range of
+the fused grid's blocks running a sequence of fragments, each with its own launch shape
+and, when re-indexed onto the lane's threads, the isl map that does it) and the shared
+arrays its fragments use. ``fusion.lowering`` builds the program without barriers; the
+passes after it (``fusion.barriers``, the promises, the kernel passes) add and remove
+what they prove, and code generation prints the result. ``format_program`` prints the
+IR itself, for tests and ``--print-after``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, replace
+from enum import Enum
+from typing import TYPE_CHECKING, Callable, Union
 
-from sirius.analysis.program_model import LaunchInstance, ProgramModel
-from sirius.fusion.promises import fused_param_name, strip_restrict
+from sirius.analysis.program_model import LaunchInstance
 from sirius.core.target import needs_shared_opt_in
-from sirius.fusion.schedule import FusionGroup, Schedule, static_shared_bytes
+from sirius.fusion.promises import strip_restrict
+from sirius.fusion.schedule import FusionGroup
+
+if TYPE_CHECKING:
+    from sirius.fusion.cell_waves import CellWaves
+    from sirius.fusion.cooperative import CooperativeRegion
+    from sirius.fusion.wavefront import Wavefront
 
 Dim3 = tuple[int, int, int]
 
@@ -133,6 +148,21 @@ class SharedArray:
     users: tuple[int, ...]  # launches, in lane order
 
 
+class KernelRole(Enum):
+    """How the optimized program runs a fused kernel."""
+
+    FUSED = "fused"  # launched as it is, where its region's launches stood
+    PHASE = "cooperative phase"  # a phase of a cooperative kernel
+    WAVEFRONT = "wavefront"  # once per cell of an anti-diagonal of a loop nest
+    CELL_PHASE = "cell phase"  # a phase of the cells of a wave of cells
+
+    @property
+    def per_cell(self) -> bool:
+        """The kernel runs once per cell of a wave: its arguments are computed from the
+        wave's iterators, and its fragments run for every launch of the loop, not one."""
+        return self in (KernelRole.WAVEFRONT, KernelRole.CELL_PHASE)
+
+
 @dataclass(frozen=True)
 class KernelIR:
     name: str
@@ -145,7 +175,7 @@ class KernelIR:
     dynamic_shared: int = 0
     grid_text: str = ""  # launch configuration as the host writes it
     block_text: str = ""
-    wave: object | None = None  # a wave kernel's Wavefront, or a phase's fusion.cell_waves.CellWaves
+    role: KernelRole = KernelRole.FUSED
     assumptions: tuple[str, ...] = ()  # run-time conditions guarding the fused launches (C)
     constant_shapes: bool = False  # fragments see their launch shape as constants, not blockDim/gridDim
     pool: int = 0  # bytes of the shared pool pooled fragments share (0: none)
@@ -167,6 +197,138 @@ class KernelIR:
 
     def params_of(self, launch: int) -> tuple[Param, ...]:
         return tuple(p for p in self.params if p.launch == launch)
+
+
+@dataclass(frozen=True)
+class LaunchCheck:
+    """What the checking run of a loop compares at one of its launches: ``declare`` (C
+    declarations first: the wave's iterators as the loop names them), then ``conditions``."""
+
+    launch: int
+    declare: str
+    conditions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LoopGuard:
+    """The run-time test of a loop run as waves (``fusion.guards``): the ``build``
+    conditions, then the loop once without launching, each launch's ``checks``, and
+    ``expected`` launches issued."""
+
+    build: tuple[str, ...]
+    checks: tuple[LaunchCheck, ...]
+    expected: int
+
+    @property
+    def conditions(self) -> tuple[str, ...]:
+        return self.build + tuple(c for check in self.checks for c in check.conditions)
+
+
+@dataclass(frozen=True)
+class Issue:
+    """What a rewritten region issues for one group of the schedule: its fused kernel, or
+    for a group of one launch statement (``alone``), that launch as written."""
+
+    group: int
+    alone: int | None = None
+
+
+@dataclass(frozen=True)
+class HostRegion:
+    """A region of the original program whose launches the optimized program rewrites:
+    each launch's arguments and configuration evaluated where it stood; at the last, when
+    ``guard`` holds (``fusion.guards``), ``issued`` in order (or the region's cooperative
+    launch), else the original launches."""
+
+    region: int
+    launches: tuple[int, ...]  # launch statements, in program order
+    issued: tuple[Issue, ...]  # the schedule's groups of the region, in order
+    guard: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FusedKernelLaunch:
+    """A fused kernel launched where its region's launches stood."""
+
+    kernel: KernelIR
+
+    @property
+    def kernels(self) -> tuple[KernelIR, ...]:
+        return (self.kernel,)
+
+
+@dataclass(frozen=True)
+class WavefrontLaunch:
+    """The kernel of a loop nest's cells, launched once per anti-diagonal (``plan``)."""
+
+    kernel: KernelIR
+    plan: Wavefront
+    guard: LoopGuard | None = None
+
+    @property
+    def kernels(self) -> tuple[KernelIR, ...]:
+        return (self.kernel,)
+
+
+@dataclass(frozen=True)
+class CooperativeLaunch:
+    """One cooperative kernel running a region's fused kernels as ``phases``, in order."""
+
+    plan: CooperativeRegion
+    phases: tuple[KernelIR, ...]
+
+    @property
+    def kernels(self) -> tuple[KernelIR, ...]:
+        return self.phases
+
+
+@dataclass(frozen=True)
+class CellWavesLaunch:
+    """The cooperative kernel of a loop run as waves of cells (``plan``: the repetition,
+    the wave loop, the block), a cell's fused kernels as its ``phases``."""
+
+    plan: CellWaves
+    phases: tuple[KernelIR, ...]
+    guard: LoopGuard | None = None
+
+    @property
+    def kernels(self) -> tuple[KernelIR, ...]:
+        return self.phases
+
+
+FusedLaunch = Union[FusedKernelLaunch, WavefrontLaunch, CooperativeLaunch, CellWavesLaunch]
+
+
+@dataclass(frozen=True)
+class FusedProgram:
+    """The fused launches of the optimized program, in the schedule's order of their
+    first kernels, and the regions of the original program where they replace launches
+    (a wavefront and waves of cells replace their loop)."""
+
+    launches: tuple[FusedLaunch, ...] = ()
+    regions: tuple[HostRegion, ...] = ()
+
+    def kernels(self) -> list[KernelIR]:
+        """Every fused kernel, in the schedule's order: what kernel passes transform."""
+        return [k for launch in self.launches for k in launch.kernels]
+
+    def with_kernels(self, kernels: list[KernelIR]) -> FusedProgram:
+        """The program with each kernel replaced by the one of ``kernels`` of its group; a
+        launch one of whose kernels is missing (a group taken back) is left out."""
+        by_group = {k.group.id: k for k in kernels}
+        out: list[FusedLaunch] = []
+        for launch in self.launches:
+            new = tuple(by_group.get(k.group.id) for k in launch.kernels)
+            if any(k is None for k in new):
+                continue
+            if isinstance(launch, (FusedKernelLaunch, WavefrontLaunch)):
+                out.append(replace(launch, kernel=new[0]))
+            else:
+                out.append(replace(launch, phases=new))
+        return FusedProgram(tuple(out), self.regions)
+
+    def of_kind(self, kind: type) -> list:
+        return [launch for launch in self.launches if isinstance(launch, kind)]
 
 
 def phases_shared(phases: list[KernelIR]) -> tuple[int, int]:
@@ -199,7 +361,7 @@ def each_kernel(kernels: list[KernelIR], change: Callable[[KernelIR], tuple[Kern
     reported as one ``NAME: what; what`` line per changed kernel."""
     out, report = [], []
     for k in kernels:
-        if k.wave is not None:
+        if k.role.per_cell:
             out.append(k)
             continue
         changed, what = change(k)
@@ -207,79 +369,6 @@ def each_kernel(kernels: list[KernelIR], change: Callable[[KernelIR], tuple[Kern
         if what:
             report.append(f"{k.name}: " + "; ".join(what))
     return out, report
-
-
-# ------------------------------------------------------------------ lowering
-
-def _params(inst: LaunchInstance, decl) -> tuple[Param, ...]:
-    bindings = dict(inst.bindings)
-    out = []
-    for j, (pname, ptype) in enumerate(decl.params):
-        kernel_param = inst.kernel.params[j] if j < len(inst.kernel.params) else None
-        arg = bindings.get(kernel_param.name) if kernel_param is not None else None
-        buffer = arg is not None and arg.kind == "buffer"
-        out.append(Param(fused_param_name(inst.statement.index, j, pname), ptype, inst.statement.index, j,
-                         bool(kernel_param and kernel_param.is_pointer),
-                         arg.buffer if buffer else None,
-                         arg.offset.to_c() if buffer and arg.offset is not None else None))
-    return tuple(out)
-
-
-def _fragment(inst: LaunchInstance, names: tuple[str, ...], reindex: str | None, barrier: bool) -> Fragment:
-    s = inst.statement
-    return Fragment(s.index, inst.kernel.name, s.grid.constant(), s.block.constant(), names, reindex, barrier,
-                    tuple(dict.fromkeys("extern" if a.dynamic else a.symbol for a in inst.kernel.shared)))
-
-
-def _shared_arrays(lanes: tuple[Lane, ...], insts) -> tuple[SharedArray, ...]:
-    arrays: dict[str, SharedArray] = {}
-    for lane in lanes:
-        for f in lane.fragments:
-            for a in insts[f.launch].kernel.shared:
-                key = "extern" if a.dynamic else a.symbol
-                old = arrays.get(key)
-                users = (old.users if old else ()) + (f.launch,)
-                arrays[key] = SharedArray(key, a.bytes or 0, a.dynamic, users)
-    return tuple(arrays.values())
-
-
-def lower_group(model: ProgramModel, schedule: Schedule, group: FusionGroup) -> KernelIR:
-    """The fused kernel of ``group``, without barriers."""
-    insts = model.instances()
-    params: list[Param] = []
-    for idx in group.launches:
-        params += _params(insts[idx], model.kernel_decls[insts[idx].kernel.mangled])
-    names = {idx: tuple(p.name for p in params if p.launch == idx) for idx in group.launches}
-    lanes, start = [], 0
-    for lane in group.lanes:
-        first = insts[lane.launches[0]].statement
-        body = tuple(_fragment(insts[idx], names[idx], lane.reindex[pos] if lane.reindex else None,
-                               bool(lane.reindex_barrier and lane.reindex_barrier[pos]))
-                     for pos, idx in enumerate(lane.launches))
-        lanes.append(Lane(start, first.grid.constant(), first.block.constant(), body))
-        start += lanes[-1].blocks
-    wave = schedule.wavefronts.get(group.id) or next(
-        (plan for plan in schedule.cell_waves.values() if group.id in plan.phases), None)
-    first = insts[group.launches[0]].statement
-    threads = max(lane.threads for lane in lanes)
-    kernels = [insts[i].kernel for i in group.launches]
-    dynamic = max(insts[i].statement.shmem.constant_value() for i in group.launches)
-    if wave is not None:
-        name, grid, block = f"sirius_wave_{group.id}" if group.id in schedule.wavefronts else wave.name, "", ""
-    elif len(lanes) == 1:
-        name, grid, block = f"sirius_fused_{group.id}", f"sirius_g{first.index}", f"sirius_b{first.index}"
-    else:
-        name, grid, block = f"sirius_fused_{group.id}", f"dim3({start})", f"dim3({threads})"
-    return KernelIR(name, group, tuple(params), tuple(lanes), threads, _shared_arrays(tuple(lanes), insts),
-                    static_shared_bytes(kernels), dynamic, grid, block, wave)
-
-
-def lower(model: ProgramModel, schedule: Schedule) -> list[KernelIR]:
-    """One fused kernel per group of more than one launch, and per group of a region run as
-    one cooperative launch (each such group is a phase of it), in the schedule's order."""
-    return [lower_group(model, schedule, g) for g in schedule.groups
-            if len(g.launches) > 1 or g.region in schedule.cooperative
-            or any(g.id in plan.phases for plan in schedule.cell_waves.values())]
 
 
 # ------------------------------------------------------------------ printing the IR
@@ -291,7 +380,7 @@ def _dims(d: Dim3) -> str:
 def format_kernel(k: KernelIR) -> str:
     """The IR of one fused kernel as text: one line per parameter, lane, fragment, barrier."""
     lines = [f"kernel {k.name} (group {k.group.id}, {k.group.arrangement}"
-             + (", wavefront" if k.wave is not None else "") + f"): {k.threads} threads, "
+             + ("" if k.role is KernelRole.FUSED else f", {k.role.value}") + f"): {k.threads} threads, "
              f"shared {k.static_shared} static + {k.dynamic_shared} dynamic bytes"]
     for p in k.params:
         where = f" -> {p.allocation} + {p.offset}" if p.allocation else ""
@@ -319,3 +408,33 @@ def format_kernel(k: KernelIR) -> str:
                 if s.removed_barriers:
                     lines.append(f"      own barriers removed at lines {', '.join(map(str, s.removed_barriers))}")
     return "\n".join(lines) + "\n"
+
+
+def format_program(program: FusedProgram) -> str:
+    """The IR of every fused launch as text: a line for each launch that is more than one
+    kernel launched once (what runs it, and how; its guard), then its kernels
+    (``format_kernel``); then each rewritten region, what it issues and its guard."""
+    out = []
+    for launch in program.launches:
+        if isinstance(launch, WavefrontLaunch):
+            w = launch.plan
+            out.append(f"wavefront over ({w.outer}, {w.inner}): {w.waves} waves, {w.wave_for}\n")
+        elif isinstance(launch, CooperativeLaunch):
+            p = launch.plan
+            out.append(f"cooperative {p.name} (region {p.region}): {p.threads} threads, "
+                       f"{len(launch.phases)} phases, {len(launch.phases) - 1} grid barriers\n")
+        elif isinstance(launch, CellWavesLaunch):
+            p = launch.plan
+            out.append(f"cell waves {p.name}: {p.threads} threads, {p.waves} waves"
+                       + (" in one launch" if p.persistent else "") + f", {len(launch.phases)} phases per cell\n")
+        if isinstance(launch, (WavefrontLaunch, CellWavesLaunch)) and launch.guard is not None:
+            g = launch.guard
+            out.append(f"  guard: {len(g.build)} build conditions, then the loop without launching: "
+                       f"{sum(len(c.conditions) for c in g.checks)} conditions at {len(g.checks)} launches, "
+                       f"{g.expected} launches\n")
+        out += [format_kernel(k) for k in launch.kernels]
+    for r in program.regions:
+        issued = ", ".join(f"S{i.alone}" if i.alone is not None else f"group {i.group}" for i in r.issued)
+        out.append(f"region {r.region}: launches {' '.join(f'S{i}' for i in r.launches)} issue {issued}\n")
+        out += [f"  guard: {c}\n" for c in r.guard]
+    return "".join(out)

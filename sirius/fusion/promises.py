@@ -220,7 +220,7 @@ def keep_promises(kernels: list, model: ProgramModel) -> tuple[list, dict, list]
 
     out, dropped, unfused = [], {}, []
     for k in kernels:
-        wave = k.wave is not None
+        wave = k.role.per_cell
         restrict = set() if wave else {p.name for p in k.params if RESTRICT.search(p.ctype)}
         broken = broken_promises(k.name, group_uses(model, k.group), restrict, across_cells=wave)
         cached = [b for b in broken if b.promise == "read-only cache"]

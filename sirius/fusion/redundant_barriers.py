@@ -112,7 +112,7 @@ def _own_barriers_to_remove(kernels: list[KernelIR], model: ProgramModel) -> dic
         for f in (f for lane in k.lanes for f in lane.fragments):
             inst = insts[f.launch]
             # a wave kernel runs the fragment for every cell of a wave, not only this launch
-            lines = _roleless_barriers(inst, cache) if k.wave is None else frozenset()
+            lines = _roleless_barriers(inst, cache) if not k.role.per_cell else frozenset()
             name = inst.kernel.mangled
             per_kernel[name] = lines if name not in per_kernel else per_kernel[name] & lines
     out = {}
@@ -145,7 +145,7 @@ def stands_between(lane: Lane, k: KernelIR, position: int, removed: dict[int, tu
     s = lane.body[position]
     if isinstance(s, Barrier):
         return True
-    if k.wave is not None or len(k.lanes) != 1 or s.reindex is not None or s.block != lane.block:
+    if k.role.per_cell or len(k.lanes) != 1 or s.reindex is not None or s.block != lane.block:
         return False
     own = insts[s.launch].kernel.barriers
     return any(b.kind == "block" and b.every_path and b.line not in removed.get(s.launch, ()) for b in own)

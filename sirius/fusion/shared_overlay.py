@@ -55,7 +55,7 @@ def pooled_declaration(d: SharedDecl, offset: int, original: str) -> str:
 
 def _poolable(model: ProgramModel, kernels: list[KernelIR]) -> set[str]:
     insts = model.instances()
-    in_waves = {insts[f.launch].kernel.mangled for k in kernels if k.wave is not None
+    in_waves = {insts[f.launch].kernel.mangled for k in kernels if k.role.per_cell
                 for lane in k.lanes for f in lane.fragments}
     out = set()
     for k in kernels:

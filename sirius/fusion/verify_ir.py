@@ -13,13 +13,25 @@ What every ``KernelIR`` between lowering and printing must be, whatever pass mad
 - barriers sit between fragments (never two in a row), and each says what it orders;
 - shared arrays have distinct symbols and are used by launches of the group.
 
+And every fused launch of the ``FusedProgram``:
+
+- holds kernels of its kind (``KernelRole``): a fused kernel one of role FUSED, a
+  wavefront one of WAVEFRONT with one lane, a cooperative launch the phases of its plan
+  (role PHASE) and waves of cells the phases of its plan (role CELL_PHASE), in order;
+- no group is in two launches, and no two launches use one kernel name;
+- once guarded (``fusion.guards``), a region's guard compares every value folded into a
+  kernel it issues: a value baked in that no condition checks would run the fused path
+  for values it was not proven for.
+
 ``ir_violations`` returns what is broken (nothing: the IR is well formed).
 """
 
 from __future__ import annotations
 
 from sirius.core.target import MAX_BLOCK_THREADS
-from sirius.fusion.kernel_ir import Barrier, KernelIR
+from sirius.fusion.guards import folded_conditions
+from sirius.fusion.kernel_ir import (Barrier, CellWavesLaunch, CooperativeLaunch, FusedKernelLaunch, FusedLaunch,
+                                     FusedProgram, KernelIR, KernelRole, WavefrontLaunch)
 
 
 def kernel_violations(k: KernelIR) -> list[str]:
@@ -37,7 +49,7 @@ def kernel_violations(k: KernelIR) -> list[str]:
             say(f"parameter {p.name} is an offset from {p.base}, which the host does not pass")
         if p.restrict and not p.pointer:
             say(f"parameter {p.name} is restrict but not a pointer")
-        if p.restrict and k.wave is not None:
+        if p.restrict and k.role.per_cell:
             say(f"parameter {p.name} is restrict in a kernel run as waves")
     if not 0 < k.threads <= MAX_BLOCK_THREADS:
         say(f"{k.threads} threads per block")
@@ -76,10 +88,37 @@ def kernel_violations(k: KernelIR) -> list[str]:
     return found
 
 
-def ir_violations(kernels: list[KernelIR]) -> list[str]:
-    """Every invariant any of ``kernels`` breaks, and kernel names used twice."""
-    found = [v for k in kernels for v in kernel_violations(k)]
-    names = [k.name for k in kernels if k.wave is None or k.name.startswith("sirius_wave_")]
+def launch_violations(launch: FusedLaunch) -> list[str]:
+    """What ``launch`` breaks of the invariants of its kind (empty: none)."""
+    role = {FusedKernelLaunch: KernelRole.FUSED, WavefrontLaunch: KernelRole.WAVEFRONT,
+            CooperativeLaunch: KernelRole.PHASE, CellWavesLaunch: KernelRole.CELL_PHASE}[type(launch)]
+    found = [f"{k.name}: a kernel of role {k.role.value} in a {role.value} launch"
+             for k in launch.kernels if k.role is not role]
+    if isinstance(launch, WavefrontLaunch) and len(launch.kernel.lanes) != 1:
+        found.append(f"{launch.kernel.name}: a wavefront kernel of {len(launch.kernel.lanes)} lanes")
+    if isinstance(launch, (CooperativeLaunch, CellWavesLaunch)):
+        groups = [k.group.id for k in launch.phases]
+        if sorted(groups) != sorted(launch.plan.phases):
+            found.append(f"{launch.plan.name}: phases of groups {groups}, not the plan's {list(launch.plan.phases)}")
+    return found
+
+
+def ir_violations(program: FusedProgram) -> list[str]:
+    """Every invariant the program's launches or kernels break, and kernel names used twice."""
+    found = [v for launch in program.launches for v in launch_violations(launch)]
+    found += [v for k in program.kernels() for v in kernel_violations(k)]
+    groups = [k.group.id for k in program.kernels()]
+    if len(set(groups)) != len(groups):
+        found.append(f"groups in two launches: {sorted(g for g in set(groups) if groups.count(g) > 1)}")
+    names = [launch.kernel.name if isinstance(launch, (FusedKernelLaunch, WavefrontLaunch)) else launch.plan.name
+             for launch in program.launches]
     if len(set(names)) != len(names):
         found.append(f"kernel names repeat: {sorted(n for n in set(names) if names.count(n) > 1)}")
+    by_group = {k.group.id: k for k in program.kernels()}
+    for region in (r for r in program.regions if r.guard):
+        for k in (by_group[i.group] for i in region.issued if i.group in by_group):
+            missing = [c for c in folded_conditions(k) if c not in region.guard]
+            if missing:
+                found.append(f"{k.name}: region {region.region}'s guard does not check the values folded into it: "
+                             + "; ".join(missing))
     return found

@@ -33,6 +33,7 @@ import islpy as isl
 from sirius.analysis.kernel_model import BLOCK_SYMBOLS, THREAD_SYMBOLS
 from sirius.analysis.program_model import host_domain, statement_runs
 from sirius.core.target import H100, Target
+from sirius.fusion.kernel_ir import CellWavesLaunch
 from sirius.fusion.schedule import block_shared_bytes
 
 UNBOUNDED_TRIPS = 8  # trips assumed for a kernel loop the analysis cannot bound (a tree reduction's log2)
@@ -367,7 +368,8 @@ def optimized_launches(state, costs: StatementCosts | None = None) -> list[tuple
         per_wave = cells / max(wave.waves, 1)
         shapes[g.id] = (replace(cell, blocks=math.ceil(cell.blocks * per_wave),
                                 global_bytes=cell.global_bytes * per_wave), wave.waves)
-    for plan in sched.cell_waves.values():  # each wave one launch: its share of the cells side by side
+    for plan in (launch.plan for launch in state.program.of_kind(CellWavesLaunch)):  # each wave one launch:
+        # its share of the cells side by side
         rep = plan.repetition
         per_wave = rep.steps * rep.copies / plan.waves
         phases = tuple(replace(shapes[p][0], blocks=math.ceil(shapes[p][0].blocks * per_wave),

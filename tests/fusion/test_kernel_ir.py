@@ -3,13 +3,14 @@ pass adds what each lane needs with what it orders, and the printout says so lin
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from sirius.analysis.frontend import CompileJob
 from sirius.core.config import CompileFlags, resolve_toolchain
-from sirius.fusion.kernel_ir import format_kernel
+from sirius.fusion.kernel_ir import CellWavesLaunch, CooperativeLaunch, KernelRole, format_kernel, format_program
 from sirius.pipeline import PIPELINE, OptimizeState
 
 pytestmark = pytest.mark.toolchain
@@ -86,3 +87,44 @@ def test_a_shared_array_used_again_in_one_lane_is_ordered_by_a_barrier(tmp_path)
     barrier: shared array reuse S4 -> S5 on _ZZ6smoothPfE4tile
     S5 smooth grid 4x1x1 block 256x1x1 (s5_a)
 """)
+
+
+def _lowered(path: Path, *stages: str, **options) -> tuple[dict[str, str], OptimizeState]:
+    """The printed fused program after each of ``stages`` of one run, and the final state."""
+    state = OptimizeState(CompileJob(path, CompileFlags(), resolve_toolchain()), verify_each=True, **options)
+    out = {}
+    for stage in PIPELINE:
+        stage.run(state)
+        if stage.name in stages:
+            out[stage.name] = format_program(state.program)
+    return out, state
+
+
+def test_a_cooperative_region_is_one_launch_of_its_phases():
+    ir, state = _lowered(Path(__file__).parents[1] / "filecheck" / "optimize_cooperative.cu", "lower",
+                         cooperative=True)
+    (launch,) = state.program.launches
+    assert isinstance(launch, CooperativeLaunch) and [k.role for k in launch.phases] == [KernelRole.PHASE] * 2
+    assert ir["lower"].startswith("cooperative sirius_coop_0 (region 0): 256 threads, 2 phases, 1 grid barriers\n"
+                                  "kernel sirius_fused_0 (group 0, vertical, cooperative phase)")
+
+
+def test_waves_of_cells_narrow_their_block_in_the_ir_not_in_the_schedule(tmp_path):
+    """gate's 32-thread blocks synchronize; update and relu, fused, may have (their barrier
+    is placed after the plan) but do not: the cell-block stage gives the launch 32-thread
+    blocks, update's threads in turns. The schedule keeps its decision."""
+    source = (Path(__file__).parents[1] / "filecheck" / "optimize_layer_waves.cu").read_text()
+    source = source.replace("  t[i] = acc;\n", "  __shared__ float s[32];\n  s[threadIdx.x] = acc;\n"
+                            "  __syncthreads();\n  t[i] = s[31 - threadIdx.x];\n")
+    source = re.sub(r"(update<<<1, H>>>\((h_next[^,]*), t\d\);)", r"\1 relu<<<1, H>>>(\2);", source)
+    source = source.replace("int main() {", "__global__ void relu(float* v) { v[threadIdx.x] = fmaxf(v[threadIdx.x], "
+                            "0.0f); }\n\nint main() {")
+    program = tmp_path / "waves.cu"
+    program.write_text(source)
+    ir, state = _lowered(program, "barriers", "cell-block", cooperative=True)
+    (launch,) = state.program.of_kind(CellWavesLaunch)
+    (decided,) = state.schedule.cell_waves.values()
+    assert all(k.role is KernelRole.CELL_PHASE for k in launch.phases)
+    assert (decided.threads, launch.plan.threads) == (64, 32)
+    assert ir["barriers"].startswith(f"cell waves {decided.name}: 64 threads")
+    assert ir["cell-block"].startswith(f"cell waves {decided.name}: 32 threads")

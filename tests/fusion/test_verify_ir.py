@@ -1,6 +1,6 @@
-"""The IR verifier (sirius/fusion/verify_ir.py, ``--verify-each``): a well-formed kernel has
-no violation; each kind of damage a pass could do is named; the optimizer stops with an
-internal error when a stage leaves the IR broken."""
+"""The IR verifier (sirius/fusion/verify_ir.py, ``--verify-each``): a well-formed program has
+no violation; each kind of damage a pass could do to a kernel or a fused launch is named;
+the optimizer stops with an internal error when a stage leaves the IR broken."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import pytest
 from sirius.analysis.frontend import CompileJob
 from sirius.core.config import CompileFlags, resolve_toolchain
 from sirius.core.errors import SiriusError
-from sirius.fusion.kernel_ir import Barrier, Fragment, Ordering
+from sirius.fusion.cooperative import CooperativeRegion
+from sirius.fusion.kernel_ir import (Barrier, CooperativeLaunch, Fragment, FusedKernelLaunch, FusedProgram, KernelRole,
+                                     Ordering)
 from sirius.fusion.verify_ir import ir_violations
 from sirius.pipeline import OptimizeState, run_pipeline
 
@@ -31,7 +33,7 @@ def _with_body(k, body):
 
 
 def test_the_optimized_kernels_are_well_formed(softmax):
-    assert softmax.kernels and ir_violations(softmax.kernels) == []
+    assert softmax.kernels and ir_violations(softmax.program) == []
 
 
 def test_each_kind_of_damage_is_named(softmax):
@@ -52,7 +54,22 @@ def test_each_kind_of_damage_is_named(softmax):
     }
     for expected, broken in cases.items():
         kernels = [k, k] if broken is None else [broken]
-        found = ir_violations(kernels)
+        found = ir_violations(FusedProgram(tuple(FusedKernelLaunch(x) for x in kernels)))
+        assert any(expected in v for v in found), (expected, found)
+
+
+def test_each_kind_of_damage_to_a_fused_launch_is_named(softmax):
+    k = softmax.kernels[0]
+    phase = dataclasses.replace(k, role=KernelRole.PHASE)
+    plan = CooperativeRegion(k.group.region, (k.group.id,), k.threads)
+    assert ir_violations(FusedProgram((CooperativeLaunch(plan, (phase,)),))) == []
+    cases = {
+        "a kernel of role fused in a cooperative phase launch": CooperativeLaunch(plan, (k,)),
+        "a kernel of role cooperative phase in a fused launch": FusedKernelLaunch(phase),
+        "not the plan's": CooperativeLaunch(dataclasses.replace(plan, phases=(k.group.id, 99)), (phase,)),
+    }
+    for expected, broken in cases.items():
+        found = ir_violations(FusedProgram((broken,)))
         assert any(expected in v for v in found), (expected, found)
 
 
@@ -66,3 +83,12 @@ def test_a_stage_that_breaks_the_ir_stops_the_optimizer(monkeypatch):
     job = CompileJob(ROOT / "cuda_inputs" / "softmax.cu", CompileFlags(), resolve_toolchain())
     with pytest.raises(SiriusError, match="after the promises stage breaks its invariants: .*names repeat"):
         run_pipeline(OptimizeState(job, verify_each=True))
+
+
+def test_a_guard_that_does_not_check_a_folded_value_is_named(softmax):
+    """Host constant propagation folds COLS into the kernel: the region's guard must compare it."""
+    (region,) = softmax.program.regions
+    assert any(p.constant is not None for p in softmax.kernels[0].params)
+    broken = dataclasses.replace(softmax.program, regions=(dataclasses.replace(region, guard=region.guard[:1]),))
+    found = ir_violations(broken)
+    assert any("guard does not check the values folded into it" in v for v in found), found
