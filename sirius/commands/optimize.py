@@ -19,7 +19,7 @@ from sirius.commands.common import add_compile_flags, compile_flags_from_args, i
 from sirius.core.config import resolve_toolchain
 from sirius.core.errors import InputError
 from sirius.fusion.includes import relocate_includes
-from sirius.fusion.kernel_ir import format_program
+from sirius.fusion.ir_text import format_program
 from sirius.fusion.policies import DEFAULT, load_policy
 from sirius.fusion.schedule import ARRANGEMENTS, RefusalKind
 from sirius.pipeline import OptimizeState, pass_names, rearrange, report, run_pipeline, stage_names

@@ -119,29 +119,6 @@ def _signature(name: str, params: list[str], threads: int | None) -> str:
     return f"__global__ void {bounds}{name}({', '.join(params)})"
 
 
-def reindex_code(sigma_text: str, bid: str, tid: str) -> tuple[list[str], str, list[str]]:
-    """C code for a re-indexed fragment: (declarations of the anchor's coordinates,
-    the condition under which this thread runs an instance, the six coordinates
-    of that instance), from the isl map anchor -> instance."""
-    import islpy as isl
-
-    sigma = isl.Map(sigma_text)
-    names = [f"sirius_p{k}" for k in range(6)]
-    for k, nm in enumerate(names):
-        sigma = sigma.set_dim_name(isl.dim_type.in_, k, nm)
-    as_params = sigma.move_dims(isl.dim_type.param, 0, isl.dim_type.in_, 0, 6)
-    domain = as_params.domain().params()
-    build = isl.AstBuild.from_context(domain)
-    pma = isl.PwMultiAff.from_map(as_params)
-    coords = [build.expr_from_pw_aff(pma.get_pw_aff(k).project_domain_on_params()).to_C_str() for k in range(6)]
-    universe = isl.AstBuild.from_context(isl.Set.universe(domain.get_space()))
-    condition = universe.expr_from_set(domain).to_C_str()
-    fix = lambda t: t.replace("floord(", "sirius_floord(")
-    sources = [f"{bid}.x", f"{bid}.y", f"{bid}.z", f"{tid}.x", f"{tid}.y", f"{tid}.z"]
-    decls = [f"const int {nm} = (int){src};" for nm, src in zip(names, sources)]
-    return decls, fix(condition), [fix(c) for c in coords]
-
-
 def _lane_body(lane: ir.Lane, insts, decls, indices: str, indent: str) -> list[str]:
     out = []
     bid, tid = (x.strip() for x in indices.split(",")[:2])
@@ -155,10 +132,11 @@ def _lane_body(lane: ir.Lane, insts, decls, indices: str, indent: str) -> list[s
             out.append(f"{indent}{call}({', '.join([indices, *pool, *step.args])});")
             continue
         (gx, gy, gz), (bx, by, bz) = step.grid, step.block
-        anchor, cond, c = reindex_code(step.reindex, bid, tid)
+        c = step.reindex.coordinates
         out.append(f"{indent}{{  // {insts[idx].kernel.name} re-indexed onto this thread")
-        out += [f"{indent}  {d}" for d in anchor]
-        out.append(f"{indent}  if ({cond}) {{")
+        out += [f"{indent}  const int sirius_p{k} = (int){src};" for k, src in
+                enumerate([f"{bid}.x", f"{bid}.y", f"{bid}.z", f"{tid}.x", f"{tid}.y", f"{tid}.z"])]
+        out.append(f"{indent}  if ({step.reindex.condition}) {{")
         args = [f"make_uint3({c[0]}, {c[1]}, {c[2]})", f"make_uint3({c[3]}, {c[4]}, {c[5]})",
                 f"dim3({bx}, {by}, {bz})", f"dim3({gx}, {gy}, {gz})", *pool, *step.args]
         out.append(f"{indent}    {call}({', '.join(args)});")

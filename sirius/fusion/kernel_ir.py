@@ -16,8 +16,8 @@ the fused grid's blocks running a sequence of fragments, each with its own launc
 and, when re-indexed onto the lane's threads, the isl map that does it) and the shared
 arrays its fragments use. ``fusion.lowering`` builds the program without barriers; the
 passes after it (``fusion.barriers``, the promises, the kernel passes) add and remove
-what they prove, and code generation prints the result. ``format_program`` prints the
-IR itself, for tests and ``--print-after``.
+what they prove, and code generation prints the result. ``fusion.ir_text`` prints the
+IR itself (for tests and ``--print-after``) and reads the kernels back.
 """
 
 from __future__ import annotations
@@ -82,6 +82,18 @@ class Param:
 
 
 @dataclass(frozen=True)
+class Reindexing:
+    """How a fragment re-indexed onto its lane's threads runs: ``sigma``, the isl map from
+    the lane anchor's (block, thread) to this launch's instance, and as C over the anchor's
+    six coordinates (``sirius_p0`` .. ``sirius_p5``, block x, y, z then thread x, y, z) the
+    ``condition`` under which a thread runs an instance and that instance's ``coordinates``."""
+
+    sigma: str
+    condition: str
+    coordinates: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Fragment:
     """One launch's kernel run inside the fused kernel."""
 
@@ -90,7 +102,7 @@ class Fragment:
     grid: Dim3  # the launch's own shape, which the fragment sees as gridDim/blockDim
     block: Dim3
     args: tuple[str, ...]  # the fused kernel's parameters it is called with
-    reindex: str | None = None  # isl map: lane anchor's (block, thread) -> this launch's instance
+    reindex: Reindexing | None = None  # how it runs on the lane's threads, when re-indexed onto them
     reindex_needs_barrier: bool = False  # a same-block dependence remains after re-indexing
     shared: tuple[str, ...] = ()  # shared arrays it uses (symbols; "extern" for dynamic)
     removed_barriers: tuple[int, ...] = ()  # source lines of its own barriers left out (they order nothing)
@@ -369,72 +381,3 @@ def each_kernel(kernels: list[KernelIR], change: Callable[[KernelIR], tuple[Kern
         if what:
             report.append(f"{k.name}: " + "; ".join(what))
     return out, report
-
-
-# ------------------------------------------------------------------ printing the IR
-
-def _dims(d: Dim3) -> str:
-    return "x".join(str(v) for v in d)
-
-
-def format_kernel(k: KernelIR) -> str:
-    """The IR of one fused kernel as text: one line per parameter, lane, fragment, barrier."""
-    lines = [f"kernel {k.name} (group {k.group.id}, {k.group.arrangement}"
-             + ("" if k.role is KernelRole.FUSED else f", {k.role.value}") + f"): {k.threads} threads, "
-             f"shared {k.static_shared} static + {k.dynamic_shared} dynamic bytes"]
-    for p in k.params:
-        where = f" -> {p.allocation} + {p.offset}" if p.allocation else ""
-        folded = (f" = {p.constant}" if p.constant is not None else
-                  f" = {p.base} + {p.delta} bytes" if p.base is not None else "")
-        lines.append(f"  param {p.name}: {strip_restrict(p.ctype)}" + (" restrict" if p.restrict else "")
-                     + where + folded)
-    if k.constant_shapes:
-        lines.append("  shapes: constants")
-    for a in k.shared:
-        lines.append(f"  shared {a.symbol}: {a.bytes} bytes" + (" dynamic" if a.dynamic else "")
-                     + f", used by {', '.join(f'S{u}' for u in a.users)}")
-    for lane in k.lanes:
-        lines.append(f"  lane blocks [{lane.first_block}, {lane.first_block + lane.blocks}): "
-                     f"grid {_dims(lane.grid)} block {_dims(lane.block)}")
-        for s in lane.body:
-            if isinstance(s, Barrier):
-                why = "; ".join(f"{o.kind} S{o.before} -> S{o.after}" + (f" on {o.what}" if o.what else "")
-                                for o in s.orders)
-                lines.append(f"    barrier: {why}")
-            else:
-                how = (" re-indexed" if s.reindex else "") + (f" pooled at {s.pool_offset}" if s.pooled else "")
-                lines.append(f"    S{s.launch} {s.kernel}{how} grid {_dims(s.grid)} block {_dims(s.block)}"
-                             f" ({', '.join(s.args)})")
-                if s.removed_barriers:
-                    lines.append(f"      own barriers removed at lines {', '.join(map(str, s.removed_barriers))}")
-    return "\n".join(lines) + "\n"
-
-
-def format_program(program: FusedProgram) -> str:
-    """The IR of every fused launch as text: a line for each launch that is more than one
-    kernel launched once (what runs it, and how; its guard), then its kernels
-    (``format_kernel``); then each rewritten region, what it issues and its guard."""
-    out = []
-    for launch in program.launches:
-        if isinstance(launch, WavefrontLaunch):
-            w = launch.plan
-            out.append(f"wavefront over ({w.outer}, {w.inner}): {w.waves} waves, {w.wave_for}\n")
-        elif isinstance(launch, CooperativeLaunch):
-            p = launch.plan
-            out.append(f"cooperative {p.name} (region {p.region}): {p.threads} threads, "
-                       f"{len(launch.phases)} phases, {len(launch.phases) - 1} grid barriers\n")
-        elif isinstance(launch, CellWavesLaunch):
-            p = launch.plan
-            out.append(f"cell waves {p.name}: {p.threads} threads, {p.waves} waves"
-                       + (" in one launch" if p.persistent else "") + f", {len(launch.phases)} phases per cell\n")
-        if isinstance(launch, (WavefrontLaunch, CellWavesLaunch)) and launch.guard is not None:
-            g = launch.guard
-            out.append(f"  guard: {len(g.build)} build conditions, then the loop without launching: "
-                       f"{sum(len(c.conditions) for c in g.checks)} conditions at {len(g.checks)} launches, "
-                       f"{g.expected} launches\n")
-        out += [format_kernel(k) for k in launch.kernels]
-    for r in program.regions:
-        issued = ", ".join(f"S{i.alone}" if i.alone is not None else f"group {i.group}" for i in r.issued)
-        out.append(f"region {r.region}: launches {' '.join(f'S{i}' for i in r.launches)} issue {issued}\n")
-        out += [f"  guard: {c}\n" for c in r.guard]
-    return "".join(out)

@@ -9,11 +9,13 @@ After lowering, nothing downstream reads those decisions from the schedule again
 
 from __future__ import annotations
 
+import islpy as isl
+
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.core.errors import SiriusError
 from sirius.fusion.kernel_ir import (CellWavesLaunch, CooperativeLaunch, Fragment, FusedKernelLaunch, FusedLaunch,
-                                     FusedProgram, HostRegion, Issue, KernelIR, KernelRole, Lane, Param, SharedArray,
-                                     WavefrontLaunch)
+                                     FusedProgram, HostRegion, Issue, KernelIR, KernelRole, Lane, Param, Reindexing,
+                                     SharedArray, WavefrontLaunch)
 from sirius.fusion.promises import fused_param_name
 from sirius.fusion.schedule import FusionGroup, Schedule, static_shared_bytes
 
@@ -32,9 +34,30 @@ def _params(inst: LaunchInstance, decl) -> tuple[Param, ...]:
     return tuple(out)
 
 
-def _fragment(inst: LaunchInstance, names: tuple[str, ...], reindex: str | None, barrier: bool) -> Fragment:
+def reindexing(sigma_text: str) -> Reindexing:
+    """The re-indexing of a fragment as C (``Reindexing``), from the isl map anchor ->
+    instance: an isl AST of the map's domain and of each coordinate of its image."""
+    sigma = isl.Map(sigma_text)
+    names = [f"sirius_p{k}" for k in range(6)]
+    for k, nm in enumerate(names):
+        sigma = sigma.set_dim_name(isl.dim_type.in_, k, nm)
+    as_params = sigma.move_dims(isl.dim_type.param, 0, isl.dim_type.in_, 0, 6)
+    domain = as_params.domain().params()
+    build = isl.AstBuild.from_context(domain)
+    pma = isl.PwMultiAff.from_map(as_params)
+    coords = [build.expr_from_pw_aff(pma.get_pw_aff(k).project_domain_on_params()).to_C_str() for k in range(6)]
+    universe = isl.AstBuild.from_context(isl.Set.universe(domain.get_space()))
+    condition = universe.expr_from_set(domain).to_C_str()
+
+    def fix(text: str) -> str:
+        return text.replace("floord(", "sirius_floord(")
+    return Reindexing(sigma_text, fix(condition), tuple(fix(c) for c in coords))
+
+
+def _fragment(inst: LaunchInstance, names: tuple[str, ...], sigma: str | None, barrier: bool) -> Fragment:
     s = inst.statement
-    return Fragment(s.index, inst.kernel.name, s.grid.constant(), s.block.constant(), names, reindex, barrier,
+    return Fragment(s.index, inst.kernel.name, s.grid.constant(), s.block.constant(), names,
+                    reindexing(sigma) if sigma is not None else None, barrier,
                     tuple(dict.fromkeys("extern" if a.dynamic else a.symbol for a in inst.kernel.shared)))
 
 

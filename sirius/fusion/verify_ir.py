@@ -5,7 +5,7 @@ What every ``KernelIR`` between lowering and printing must be, whatever pass mad
 
 - its parameters have distinct names; one the kernel defines itself is a constant or an
   offset from a parameter the host passes, never both; a restrict one is a pointer the
-  host passes; a kernel run as waves keeps no restrict promise;
+  host passes whose type declares ``__restrict__``; a kernel run as waves keeps no restrict promise;
 - each lane holds fragments, starts where the lane before it ends, and has no more
   threads than the kernel's block, which fits the target;
 - every launch of the group is one fragment, in exactly one lane; a fragment's
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from sirius.core.target import MAX_BLOCK_THREADS
 from sirius.fusion.guards import folded_conditions
+from sirius.fusion.promises import RESTRICT
 from sirius.fusion.kernel_ir import (Barrier, CellWavesLaunch, CooperativeLaunch, FusedKernelLaunch, FusedLaunch,
                                      FusedProgram, KernelIR, KernelRole, WavefrontLaunch)
 
@@ -49,6 +50,8 @@ def kernel_violations(k: KernelIR) -> list[str]:
             say(f"parameter {p.name} is an offset from {p.base}, which the host does not pass")
         if p.restrict and not p.pointer:
             say(f"parameter {p.name} is restrict but not a pointer")
+        if p.restrict and not RESTRICT.search(p.ctype):
+            say(f"parameter {p.name} is restrict but its type {p.ctype!r} does not declare it")
         if p.restrict and k.role.per_cell:
             say(f"parameter {p.name} is restrict in a kernel run as waves")
     if not 0 < k.threads <= MAX_BLOCK_THREADS:

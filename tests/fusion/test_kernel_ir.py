@@ -10,7 +10,8 @@ import pytest
 
 from sirius.analysis.frontend import CompileJob
 from sirius.core.config import CompileFlags, resolve_toolchain
-from sirius.fusion.kernel_ir import CellWavesLaunch, CooperativeLaunch, KernelRole, format_kernel, format_program
+from sirius.fusion.ir_text import format_kernel, format_program
+from sirius.fusion.kernel_ir import CellWavesLaunch, CooperativeLaunch, KernelRole
 from sirius.pipeline import PIPELINE, OptimizeState
 
 pytestmark = pytest.mark.toolchain
@@ -62,13 +63,15 @@ def test_lowering_places_no_barrier_and_the_barrier_pass_orders_the_block_depend
 """
     assert ir["lower"] == """\
 kernel sirius_fused_0 (group 0, hybrid): 256 threads, shared 0 static + 0 dynamic bytes
+  group: region 0, step 0, lanes S6 -> S7 | S8
+  launched as <<<dim3(12), dim3(256)>>>
   param s6_x: const float * -> x + 0
   param s6_a: float * -> a + 0
   param s7_a: const float * -> a + 0
   param s7_b: float * -> b + 0
   param s8_c: float * -> c + 0
 """ + lanes_before
-    assert ir["barriers"].splitlines()[6:] == """\
+    assert ir["barriers"].splitlines()[8:] == """\
   lane blocks [0, 8): grid 8x1x1 block 128x1x1
     S6 rotate grid 8x1x1 block 128x1x1 (s6_x, s6_a)
     barrier: block dependence S6 -> S7 on a

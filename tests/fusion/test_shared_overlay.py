@@ -42,6 +42,7 @@ def test_ir_before_and_after_the_pass():
         "    S9 normalize grid 128x1x1 block 256x1x1 (s9_e, s9_sum, s9_y, s9_cols)"]
     assert printed["passes"] == [
         "kernel sirius_fused_0 (group 0, vertical): 256 threads, shared 1024 static + 0 dynamic bytes",
+        "  pool: 1024 bytes",
         "  shared sirius_pool: 1024 bytes, used by S6, S8",
         "  lane blocks [0, 128): grid 128x1x1 block 256x1x1",
         "    S6 row_max pooled at 0 grid 128x1x1 block 256x1x1 (s6_x, s6_mx, s6_cols)",

@@ -49,6 +49,9 @@ def test_each_kind_of_damage_is_named(softmax):
         "parameter names repeat": dataclasses.replace(k, params=k.params + k.params[:1]),
         "restrict but not a pointer": dataclasses.replace(k, params=tuple(
             dataclasses.replace(p, restrict=True) if not p.pointer else p for p in k.params)),
+        "does not declare it": dataclasses.replace(k, params=tuple(
+            dataclasses.replace(p, restrict=True, ctype=p.ctype.replace("__restrict__", "")) if p.pointer else p
+            for p in k.params)),
         "more than the kernel's": dataclasses.replace(k, threads=k.lanes[0].threads // 2),
         "kernel names repeat": None,
     }
