@@ -115,7 +115,7 @@ def compare(before: dict, after: dict) -> int:
             continue
         what = ("only before" if b is None else "only after" if a is None else
                 "output" if a.get("output") != b.get("output") else
-                "error" if "error" in a or "error" in b else "report only")
+                "error" if a.get("error") or b.get("error") else "report only")
         print(f"{key}: {what}")
         differ += what != "report only"
     same = sum(before.get(k) == after.get(k) for k in after)
