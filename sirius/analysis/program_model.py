@@ -82,9 +82,11 @@ class AccessMap:
 
     def byte_map(self) -> isl.Map:
         """The map with the bytes each instance touches as its range (the access's
-        size from its element's start): the footprint every analysis compares, between
-        launches and inside one, so a 4-byte store and a 1-byte read of its last byte
-        meet although their first bytes differ."""
+        size from its element's start): the footprint the analyses inside a kernel compare
+        (barriers, promises, private temporaries), so a 4-byte store and a 1-byte read of
+        its last byte meet although their first bytes differ. Between launches the UAR
+        builds its own maps (``uar._touch_map``), in elements of the gcd of every access
+        size and offset: byte ranges too, in smaller isl sets."""
         m = isl.Map(self.isl)
         name = m.get_tuple_name(isl.dim_type.out)
         size = max(self.access.size, 1)
