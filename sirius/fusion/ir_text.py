@@ -35,7 +35,7 @@ import re
 from sirius.analysis.program_model import ProgramModel
 from sirius.core.errors import InputError
 from sirius.fusion.kernel_ir import (Barrier, CellWavesLaunch, CooperativeLaunch, Dim3, Fragment, FusedProgram,
-                                     KernelIR, KernelRole, Lane, Ordering, Param, Reindexing, SharedArray,
+                                     KernelIR, KernelRole, Lane, Ordering, Param, SharedArray,
                                      WavefrontLaunch)
 from sirius.fusion.lowering import reindexing
 from sirius.fusion.promises import RESTRICT, strip_restrict
