@@ -34,7 +34,7 @@ from sirius.core.config import CompileFlags, resolve_toolchain
 from sirius.toolchain import kernel_figures, static_provenance
 from sirius.core.errors import ToolchainError
 from sirius.fusion.codegen import generate
-from sirius.fusion.promises import RESTRICT
+from sirius.fusion.fragment_text import RESTRICT
 from sirius.pipeline import OptimizeState, run_pipeline
 
 REPO = Path(__file__).resolve().parent.parent

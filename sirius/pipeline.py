@@ -50,25 +50,36 @@ from sirius.fusion.wavefront import Wavefront, plan_wavefront
 
 
 @dataclass(frozen=True)
+class PassFacts:
+    """What the stages after lowering read besides the fused-kernel IR: the program model,
+    the UAR, and the program's macros as this build expands them. Each pass takes the IR
+    and the one fact it needs from here (never the pipeline's state)."""
+
+    model: ProgramModel
+    uar: UAR
+    macros: dict[str, str]
+
+
+@dataclass(frozen=True)
 class KernelPass:
     """A transformation of the fused kernels after fusion, which can be switched off:
-    ``run(kernels, state)`` returns the kernels and one line per change it made."""
+    ``run(kernels, facts)`` returns the kernels and one line per change it made."""
 
     name: str
-    run: Callable[[list[KernelIR], "OptimizeState"], tuple[list[KernelIR], list[str]]]
+    run: Callable[[list[KernelIR], PassFacts], tuple[list[KernelIR], list[str]]]
     summary: str
 
 
 KERNEL_PASSES: tuple[KernelPass, ...] = (
-    KernelPass("code-motion", lambda kernels, st: interleave_fragments(kernels, st.uar),
+    KernelPass("code-motion", lambda kernels, facts: interleave_fragments(kernels, facts.uar),
                "independent fragments of a lane are reordered to share barriers"),
-    KernelPass("redundant-barriers", lambda kernels, st: eliminate_redundant_barriers(kernels, st.model),
+    KernelPass("redundant-barriers", lambda kernels, facts: eliminate_redundant_barriers(kernels, facts.model),
                "barriers that order no dependence go: fragments' own, and those placed between fragments"),
-    KernelPass("shared-overlay", lambda kernels, st: overlay_shared_memory(kernels, st.model),
+    KernelPass("shared-overlay", lambda kernels, facts: overlay_shared_memory(kernels, facts.model),
                "fragments' static shared arrays share one region, with a barrier between users"),
-    KernelPass("host-constants", lambda kernels, st: propagate_host_constants(kernels, st.model),
+    KernelPass("host-constants", lambda kernels, facts: propagate_host_constants(kernels, facts.model),
                "integer arguments, pointer distances and launch shapes the guard checks become constants"),
-    KernelPass("read-once", lambda kernels, st: read_shared_inputs_once(kernels, st.model),
+    KernelPass("read-once", lambda kernels, facts: read_shared_inputs_once(kernels, facts.model),
                "an input several fragments read and none writes is read through one restrict base"),
 )
 
@@ -122,6 +133,11 @@ class OptimizeState:
     late_facts: tuple[LateFact, ...] = ()  # found after the schedule, honoured when it runs again
     # check the kernel IR's invariants after every stage and pass that changes it (--verify-each)
     verify_each: bool = field(default_factory=lambda: os.environ.get("SIRIUS_VERIFY_EACH") == "1")
+
+    @property
+    def facts(self) -> PassFacts:
+        """What the stages after lowering may read besides the IR."""
+        return PassFacts(self.model, self.uar, self.macro_expansions)
 
     def late(self, scope: LateScope) -> list[LateFact]:
         return [f for f in self.late_facts if f.scope is scope]
@@ -233,25 +249,26 @@ def _lower(st: OptimizeState) -> None:
 
 
 def _barriers(st: OptimizeState) -> None:
-    st.change_kernels(lambda kernels: (place_barriers(kernels, st.uar),))
+    st.change_kernels(lambda kernels: (place_barriers(kernels, st.facts.uar),))
 
 
 def _cell_block(st: OptimizeState) -> None:
     st.program = dataclasses.replace(st.program, launches=tuple(
-        dataclasses.replace(launch, plan=narrowest_block(st.model, launch.plan, list(launch.phases)))
+        dataclasses.replace(launch, plan=narrowest_block(st.facts.model, launch.plan, list(launch.phases)))
         if isinstance(launch, CellWavesLaunch) else launch for launch in st.program.launches))
 
 
 def _promises(st: OptimizeState) -> tuple[LateFact, ...]:
-    st.promises_dropped, unfused = st.change_kernels(lambda kernels: keep_promises(kernels, st.model))
+    st.promises_dropped, unfused = st.change_kernels(lambda kernels: keep_promises(kernels, st.facts.model))
     return tuple(LateFact(LateScope.GROUP, tuple(sorted(group.launches)), reason) for group, reason in unfused)
 
 
 def _passes(st: OptimizeState) -> None:
     st.pass_changes = {}
+    facts = st.facts
     for kernel_pass in KERNEL_PASSES:
         if kernel_pass.name in st.passes:
-            st.pass_changes[kernel_pass.name], = st.change_kernels(lambda kernels: kernel_pass.run(kernels, st))
+            st.pass_changes[kernel_pass.name], = st.change_kernels(lambda kernels: kernel_pass.run(kernels, facts))
             _verify_ir(st, f"pass {kernel_pass.name}")
 
 
@@ -265,7 +282,8 @@ def _verify_ir(st: OptimizeState, after: str) -> None:
 
 
 def _guards(st: OptimizeState) -> None:
-    st.program = guard_program(st.model, st.program, st.macro_expansions)
+    facts = st.facts
+    st.program = guard_program(facts.model, st.program, facts.macros)
 
 
 def _codegen(st: OptimizeState) -> None:

@@ -35,7 +35,8 @@ from sirius.analysis.frontend import CompileJob
 from sirius.analysis.program_model import ProgramModel, analyze_program
 from sirius.core.errors import InputError, SiriusError
 from sirius.core.target import target_for
-from sirius.fusion.promises import RESTRICT, broken_promises, pointer_uses
+from sirius.fusion.fragment_text import RESTRICT
+from sirius.fusion.promises import broken_promises, pointer_uses
 from sirius.toolchain import KernelResources, compile_resources
 
 FUSED_KERNEL = re.compile(r"^sirius_(fused|wave|coop|cells)_(\d+)$")  # coop, cells: N is the region, else the group

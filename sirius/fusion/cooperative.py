@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 from sirius.analysis.program_model import ProgramModel
 from sirius.core.target import target_for
-from sirius.fusion.redundant_barriers import BARRIER_CALL
+from sirius.fusion.fragment_text import BARRIER_CALL
 from sirius.fusion.schedule import (FusionGroup, Refusal, Schedule, helper_reason, index_helpers,
                                      shared_limit_problem)
 

@@ -19,18 +19,12 @@ code generation prints them and counts each failing condition (``fusion.region_p
 from __future__ import annotations
 
 import dataclasses
-import re
 
 from sirius.analysis.build_macros import macro_conditions
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.analysis.symbolic import Expr
-from sirius.fusion.kernel_ir import (CellWavesLaunch, FusedProgram, KernelIR, LaunchCheck, LoopGuard,
+from sirius.fusion.kernel_ir import (CellWavesLaunch, FusedProgram, KernelIR, LaunchCheck, LoopGuard, base_pointer,
                                      WavefrontLaunch)
-
-
-def base_pointer(buffer: str) -> str:
-    """The name generated code gives the base pointer of allocation ``buffer``."""
-    return "sirius_base_" + re.sub(r"\W", "_", buffer)
 
 
 def shape_conditions(inst: LaunchInstance) -> list[str]:

@@ -38,7 +38,7 @@ from sirius.fusion.kernel_ir import (Barrier, CellWavesLaunch, CooperativeLaunch
                                      KernelIR, KernelRole, Lane, Ordering, Param, SharedArray,
                                      WavefrontLaunch)
 from sirius.fusion.lowering import reindexing
-from sirius.fusion.promises import RESTRICT, strip_restrict
+from sirius.fusion.fragment_text import RESTRICT, strip_restrict
 from sirius.fusion.schedule import FusionGroup, Lane as GroupLane
 
 _SAME_BLOCK = " (a same-block dependence remains)"

@@ -22,13 +22,14 @@ IR itself (for tests and ``--print-after``) and reads the kernels back.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Callable, Union
 
 from sirius.analysis.program_model import LaunchInstance
 from sirius.core.target import needs_shared_opt_in
-from sirius.fusion.promises import strip_restrict
+from sirius.fusion.fragment_text import strip_restrict
 from sirius.fusion.schedule import FusionGroup
 
 if TYPE_CHECKING:
@@ -341,6 +342,11 @@ class FusedProgram:
 
     def of_kind(self, kind: type) -> list:
         return [launch for launch in self.launches if isinstance(launch, kind)]
+
+
+def base_pointer(buffer: str) -> str:
+    """The name generated code gives the base pointer of allocation ``buffer``."""
+    return "sirius_base_" + re.sub(r"\W", "_", buffer)
 
 
 def phases_shared(phases: list[KernelIR]) -> tuple[int, int]:

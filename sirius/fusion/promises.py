@@ -35,8 +35,7 @@ import islpy as isl
 from sirius.analysis.kernel_model import ANY_BUFFER
 from sirius.analysis.program_model import AccessMap, LaunchInstance, ProgramModel
 from sirius.fusion.schedule import FusionGroup
-
-RESTRICT = re.compile(r"\b__restrict(?:__)?\b")
+from sirius.fusion.fragment_text import RESTRICT
 
 
 @dataclass(frozen=True)
@@ -235,6 +234,3 @@ def keep_promises(kernels: list, model: ProgramModel) -> tuple[list, dict, list]
     return out, dropped, unfused
 
 
-def strip_restrict(text: str) -> str:
-    """A type or parameter list without its ``__restrict__`` qualifiers."""
-    return " ".join(RESTRICT.sub(" ", text).split())

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 from sirius.analysis.program_model import ProgramModel
 from sirius.fusion.kernel_ir import KernelIR, Param, argument_of, each_kernel
-from sirius.fusion.promises import RESTRICT, group_uses
+from sirius.fusion.fragment_text import RESTRICT
+from sirius.fusion.promises import group_uses
 
 
 @dataclass(frozen=True)

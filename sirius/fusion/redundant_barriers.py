@@ -31,9 +31,9 @@ from sirius.analysis.barrier_deps import barrier_dependences
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.analysis.uar import isl_budget
 from sirius.fusion.kernel_ir import Barrier, Fragment, KernelIR, Lane, Ordering
+from sirius.fusion.fragment_text import BARRIER_CALL
 
 ROLE_OPERATION_BUDGET = 2_000_000  # isl operations for one launch's virtual dependences
-BARRIER_CALL = re.compile(r"\b__syncthreads\s*\(\s*\)\s*;")
 
 
 # ------------------------------------------------------------------ a fragment's own barriers
@@ -126,16 +126,6 @@ def _own_barriers_to_remove(kernels: list[KernelIR], model: ProgramModel) -> dic
         if ok:
             out[name] = ok
     return out
-
-
-def drop_barrier_lines(body_text: str, body_line: int, lines: tuple[int, ...]) -> str:
-    """The kernel body without the ``__syncthreads();`` on each of ``lines`` (the printer's
-    side of this pass)."""
-    text = body_text.split("\n")
-    for line in lines:
-        i = line - body_line
-        text[i] = BARRIER_CALL.sub("/* barrier removed: it orders no dependence */", text[i], count=1)
-    return "\n".join(text)
 
 
 # ------------------------------------------------------------------ barriers between fragments

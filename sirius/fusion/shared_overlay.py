@@ -25,32 +25,9 @@ from __future__ import annotations
 import dataclasses
 
 from sirius.analysis.program_model import ProgramModel
-from sirius.analysis.source_index import KernelDecl, SharedDecl
 from sirius.fusion.kernel_ir import Fragment, KernelIR, Lane, SharedArray
 from sirius.fusion.redundant_barriers import stands_between
-
-POOL_ALIGNMENT = 128  # bytes: the pool's, and an array's that asks for one (TVM writes alignas(64))
-
-
-def pool_layout(decl: KernelDecl) -> tuple[list[tuple[SharedDecl, int]], int]:
-    """Where each of the kernel's shared variables lies in its part of the pool (each at its
-    ``SharedDecl.align``), and the bytes it needs."""
-    out, at = [], 0
-    for d in decl.shared_decls:
-        at = -(-at // d.align) * d.align
-        out.append((d, at))
-        at += d.bytes
-    return out, -(-at // 16) * 16
-
-
-def pooled_declaration(d: SharedDecl, offset: int, original: str) -> str:
-    """The declaration of ``d`` as a reference into the pool (as many lines as ``original``)."""
-    dims = "".join(f"[{n}]" for n in d.dims)
-    if dims:
-        text = f"{d.element} (&{d.name}){dims} = *reinterpret_cast<{d.element} (*){dims}>(sirius_pool + {offset});"
-    else:
-        text = f"{d.element}& {d.name} = *reinterpret_cast<{d.element}*>(sirius_pool + {offset});"
-    return text + "\n" * original.count("\n")
+from sirius.fusion.fragment_text import POOL_ALIGNMENT, pool_layout
 
 
 def _poolable(model: ProgramModel, kernels: list[KernelIR]) -> set[str]:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from sirius.core.target import MAX_BLOCK_THREADS
 from sirius.fusion.guards import folded_conditions
-from sirius.fusion.promises import RESTRICT
+from sirius.fusion.fragment_text import RESTRICT
 from sirius.fusion.kernel_ir import (Barrier, CellWavesLaunch, CooperativeLaunch, FusedKernelLaunch, FusedLaunch,
                                      FusedProgram, KernelIR, KernelRole, WavefrontLaunch)
 

@@ -58,8 +58,8 @@ def _through_text(name: str) -> tuple[OptimizeState, list[tuple[str, str, str]]]
             compare("promises", lambda kernels: keep_promises(kernels, state.model))
         elif stage.name == "passes":
             for kernel_pass in KERNEL_PASSES:
-                compare(kernel_pass.name, lambda kernels, p=kernel_pass: p.run(kernels, state))
-                state.change_kernels(lambda kernels, p=kernel_pass: p.run(kernels, state))
+                compare(kernel_pass.name, lambda kernels, p=kernel_pass: p.run(kernels, state.facts))
+                state.change_kernels(lambda kernels, p=kernel_pass: p.run(kernels, state.facts))
             break  # the stages after the passes print and check, and transform no kernel
         stage.run(state)
     return state, steps

@@ -18,7 +18,8 @@ import pytest
 
 from sirius.analysis.frontend import CompileJob
 from sirius.core.config import CompileFlags, resolve_toolchain
-from sirius.fusion.promises import RESTRICT, PointerUse, Touch, broken_promises
+from sirius.fusion.fragment_text import RESTRICT
+from sirius.fusion.promises import PointerUse, Touch, broken_promises
 from sirius.pipeline import OptimizeState, report, run_pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -230,10 +231,10 @@ def test_full_size_tvm_models_keep_no_false_promise(model, launches_after):
 def test_an_emitted_program_that_does_not_compile_is_never_written(monkeypatch):
     """A code generation bug that writes invalid C++ into a fused kernel: clang's rejection
     of the emitted program is caught before writing, and that group is left unfused."""
-    import sirius.fusion.codegen as codegen
+    import sirius.fusion.kernel_text as kernel_text
 
-    real = codegen._signature
-    monkeypatch.setattr(codegen, "_signature", lambda *a: real(*a) + " this is not C++;")
+    real = kernel_text.signature
+    monkeypatch.setattr(kernel_text, "signature", lambda *a: real(*a) + " this is not C++;")
     state = run_pipeline(OptimizeState(CompileJob(REUSE, CompileFlags(defines=("ROWS=8",)), resolve_toolchain())))
     assert [v.what for v in state.check_findings] == ["does not compile"]
     assert state.fused == [] and "this is not C++" not in state.output
