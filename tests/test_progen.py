@@ -16,6 +16,8 @@ import pytest
 
 from sirius.testing import PATTERNS, STRUCTURES, WIDTHS, generate_program
 from sirius.testing import progen as pg
+from sirius.testing.progen.dependences import _dependences
+from sirius.testing.progen.statements import _Stmt
 
 REPO = Path(__file__).resolve().parent.parent
 PALETTE_SEEDS = range(50)
@@ -579,10 +581,10 @@ def test_nest_dependences_are_per_iteration():
                 d = (s * P + c + 2) * W if read_d else 3000
                 iters.append((c * W, d, ((s + 1) * P + c + 1) * W))
         buffers = ("t", "h", "h") if read_d else ("t", "z", "h")
-        return pg._Stmt(pg.NestCell(ctx, "b", W, 128), buffers, (), "loop_nest", 0, S * C, iters=tuple(iters))
-    deps = pg._dependences([cell_b(True)])
+        return _Stmt(pg.NestCell(ctx, "b", W, 128), buffers, (), "loop_nest", 0, S * C, iters=tuple(iters))
+    deps = _dependences([cell_b(True)])
     assert [(d.producer, d.consumer, d.carried_kinds, d.width) for d in deps] == [(0, 0, ("raw",), "thread")]
-    assert pg._dependences([cell_b(False)]) == []
+    assert _dependences([cell_b(False)]) == []
 
 
 def test_accumulation_depends_on_itself_thread_level():
