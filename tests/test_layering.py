@@ -3,7 +3,7 @@
 core (errors, config, target) imports nothing of sirius; toolchain imports the core;
 analysis imports the core; fusion imports analysis, core and toolchain. No module of
 analysis or fusion imports commands, tuning, backend, testing or the pipeline, at the top
-of the module or inside a function.
+of the module or inside a function. Within fusion, the IR and the printer import no pass.
 """
 
 import ast
@@ -78,3 +78,44 @@ def test_the_check_sees_forbidden_imports(tmp_path):
     found = {m for _, m in _imports(probe, "sirius.fusion")}
     assert {"sirius.pipeline", "sirius.backend"} <= found
     assert all(_layer(m) in ALLOWED["fusion"] for m in found - {"sirius.pipeline", "sirius.backend"})
+
+
+# the fused-kernel IR and the printer sit below the passes: they may import the IR, the
+# schedule's data types, the text edits of copied code and the path counters, never a stage
+# that decides something (a plan's type named in an annotation only, under TYPE_CHECKING, is
+# no dependence)
+IR_AND_PRINTER = ("kernel_ir", "fragment_text", "kernel_text", "host_text", "codegen")
+BELOW_THE_PASSES = {f"sirius.fusion.{m}" for m in (*IR_AND_PRINTER, "schedule", "region_paths")}
+
+
+def _run_time_imports(path: Path) -> list[tuple[int, str]]:
+    """The fusion modules ``path`` imports outside ``if TYPE_CHECKING:`` blocks, ``from
+    sirius.fusion import x`` as ``sirius.fusion.x``."""
+    tree = ast.parse(path.read_text(), str(path))
+    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                   and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+                   for n in ast.walk(node)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and id(node) not in typing_only and node.module:
+            if node.module == "sirius.fusion":
+                found += [(node.lineno, f"sirius.fusion.{a.name}") for a in node.names]
+            elif node.module.startswith("sirius.fusion."):
+                found.append((node.lineno, node.module))
+    return found
+
+
+@pytest.mark.parametrize("module", IR_AND_PRINTER)
+def test_ir_and_printer_import_no_pass(module):
+    path = PACKAGE / "fusion" / f"{module}.py"
+    passes = [f"{path.name}:{line} imports {m}" for line, m in _run_time_imports(path) if m not in BELOW_THE_PASSES]
+    assert not passes, "\n".join(passes)
+
+
+def test_the_printer_check_sees_a_pass(tmp_path):
+    """It can fail: a printer module importing a pass at run time is found; the same import
+    under TYPE_CHECKING is not."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("from typing import TYPE_CHECKING\nfrom sirius.fusion import kernel_ir, promises\n"
+                     "if TYPE_CHECKING:\n    from sirius.fusion.wavefront import Wavefront\n")
+    assert [m for _, m in _run_time_imports(probe) if m not in BELOW_THE_PASSES] == ["sirius.fusion.promises"]
