@@ -368,13 +368,16 @@ IR_STAGES = ("lower", "barriers", "cell-block", "promises", "guards")  # stages 
 
 def run_pipeline(state: OptimizeState, print_after: str | None = None,
                  dump: Callable[[str, OptimizeState], None] | None = None,
-                 start: str = "analyze") -> OptimizeState:
+                 start: str = "analyze", entering: Callable[[str], None] | None = None) -> OptimizeState:
     """Run ``PIPELINE`` from the stage ``start`` on ``state``; a stage that returns late
-    facts stops the run, and the pipeline runs again from the schedule with them."""
+    facts stops the run, and the pipeline runs again from the schedule with them.
+    ``entering(name)`` is called before each stage runs (progress)."""
     names = stage_names()
     stages = PIPELINE[names.index(start):]
     for _ in range(MAX_RERUNS + 1):
         for stage in stages:
+            if entering is not None:
+                entering(stage.name)
             facts = tuple(stage.run(state) or ())
             found = tuple(f for f in facts if f not in state.late_facts)
             if facts and not found:

@@ -51,6 +51,7 @@ from sirius.analysis.frontend import CompileJob
 from sirius.commands import verify
 from sirius.commands.common import compile_flags_from_args, input_file
 from sirius.commands.optimize import add_fusion_options, selected_passes
+from sirius.commands.progress import item_progress
 from sirius.core.config import DEFAULT_ARCH, resolve_toolchain
 from sirius.core.errors import InputError, SiriusError
 from sirius.fusion.includes import relocate_includes
@@ -104,6 +105,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-plot", action="store_true", help="do not draw experiment.png")
     parser.add_argument("--keep-programs", action="store_true",
                         help="keep each optimized program as OUT/programs/PROGRAM/POLICY.cu")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress and no line per result (a bar is drawn only on a terminal; elsewhere one "
+                             "line per result goes to standard error)")
     add_fusion_options(parser)  # --arrangement, --entry, --passes, --disable-pass
     verify.add_options(parser)  # --rtol, --atol, --backend, the compiler flags, --threads, --timeout
 
@@ -221,7 +225,12 @@ class _Experiment:
 
     def _run(self, programs_folder: Path) -> list[Row]:
         labels = _labels(self.programs)
-        total, k = len(self.programs) * len(self.policies), 0
+        total = len(self.programs) * len(self.policies)
+        with item_progress("experiment", total, self.args.quiet) as done:
+            return self._each(programs_folder, labels, total, done)
+
+    def _each(self, programs_folder: Path, labels, total: int, done) -> list[Row]:
+        k = 0
         for program in self.programs:
             base = None
             seen: dict[str, tuple[tuple[bool, str], int | None]] = {}  # program text -> (verification, SASS)
@@ -241,7 +250,7 @@ class _Experiment:
                 except SiriusError as err:
                     row = Row(_display(program), policy_name(policy), None, error=str(err).strip())
                 self.rows.append(row)
-                self._progress(k, total, row, time.monotonic() - started)
+                done(f"{row.program} {row.policy}", self._line(k, total, row, time.monotonic() - started))
         return self.rows
 
     def _measure(self, program: Path, policy, state, folder: Path, seen, seconds: float) -> Row:
@@ -283,14 +292,13 @@ class _Experiment:
             return None
 
     @staticmethod
-    def _progress(k: int, total: int, row: Row, seconds: float) -> None:
+    def _line(k: int, total: int, row: Row, seconds: float) -> str:
         if row.error and row.verified is None:
             what = f"error: {row.error.splitlines()[0]}"
         else:
             what = (f"{row.launches_before} -> {row.launches_after} launches, "
                     + ("verified" if row.verified else "DIFFERENT from the original"))
-        print(f"experiment [{k}/{total}] {row.program} {row.policy}: {what} ({seconds:.1f} s)",
-              file=sys.stderr, flush=True)
+        return f"experiment [{k}/{total}] {row.program} {row.policy}: {what} ({seconds:.1f} s)"
 
 
 def write_table(rows: list[Row], out: Path) -> None:

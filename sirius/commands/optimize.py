@@ -16,6 +16,7 @@ from pathlib import Path
 from sirius.analysis.frontend import CompileJob
 from sirius.analysis.repetition import format_repetition
 from sirius.commands.common import add_compile_flags, compile_flags_from_args, input_file, output_file
+from sirius.commands.progress import stage_progress
 from sirius.core.config import resolve_toolchain
 from sirius.core.errors import InputError
 from sirius.fusion.includes import relocate_includes
@@ -56,6 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verify-each", action="store_true",
                         help="check the fused-kernel IR's invariants after every stage and kernel pass that "
                              "changes it (a broken one is an internal error, exit 3; also SIRIUS_VERIFY_EACH=1)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="print no summary and no progress (progress is drawn only on a terminal anyway)")
     add_compile_flags(parser)
 
 
@@ -220,7 +223,8 @@ def execute(args: argparse.Namespace) -> int:
     cooperative, persistent = cooperative_options(args)
     state = OptimizeState(job, args.entry, args.arrangement, passes, cooperative, policy, persistent)
     state.verify_each = state.verify_each or args.verify_each
-    state = run_pipeline(state, args.print_after, _dump)
+    with stage_progress(f"optimize {program.name}", stage_names(), args.quiet) as entering:
+        state = run_pipeline(state, args.print_after, _dump, entering=entering)
     rep = report(state)
     if output is None:  # -o -: the program on standard output, the summary on standard error
         sys.stdout.write(state.output)
@@ -233,5 +237,6 @@ def execute(args: argparse.Namespace) -> int:
     if args.report:
         text = json.dumps(rep, indent=2) + "\n"
         report_file.write_text(text) if report_file is not None else sys.stdout.write(text)
-    print(_render(rep), end="", file=sys.stderr if output is None else sys.stdout)
+    if not args.quiet:
+        print(_render(rep), end="", file=sys.stderr if output is None else sys.stdout)
     return 0
