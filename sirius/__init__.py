@@ -7,7 +7,7 @@ half of the bench imports this package on machines without the analysis' librari
 
 __version__ = "0.1.0"
 
-_API = ("analyze", "optimize", "verify")
+_API = ("analyze", "optimize", "verify", "report_schema")
 
 
 def __getattr__(name: str):

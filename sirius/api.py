@@ -214,3 +214,13 @@ def verify(original: str | Path, optimized: str | Path, flags: Sequence[str] = (
     with contextlib.redirect_stdout(printed):
         status, runs = command.verify_programs(ns)
     return VerifyResult(status == 0, status, None if runs is None else tuple(runs), printed.getvalue())
+
+
+def report_schema() -> dict[str, Any]:
+    """The JSON schema (draft 2020-12) of the report ``optimize`` writes (``--report``, and
+    ``OptimizeResult.report``): its ``$id`` is the report's ``schema`` value."""
+    import json
+    from importlib.resources import files
+
+    return json.loads(files("sirius").joinpath("schemas", "report-1.json").read_text())
+

@@ -436,8 +436,11 @@ def pairs_without_reason(state: OptimizeState) -> list[tuple[int, int]]:
             and (side[a], side[b]) not in linked and ("alone", a) not in linked and ("alone", b) not in linked]
 
 
+REPORT_SCHEMA = "sirius-report/1"  # sirius/schemas/report-1.json: a changed shape is a new version
+
+
 def report(state: OptimizeState) -> dict[str, Any]:
-    """What the optimizer did, in the shape ``--report`` writes."""
+    """What the optimizer did, in the shape ``--report`` writes (``REPORT_SCHEMA``)."""
     model, sched = state.model, state.schedule
     insts = model.instances()
 
@@ -461,6 +464,7 @@ def report(state: OptimizeState) -> dict[str, Any]:
     kernels_after |= {insts[g.launches[0]].kernel.mangled for g in sched.groups if len(g.launches) == 1}
     kernels_after |= {insts[i].kernel.mangled for i in insts if i not in grouped}
     return {
+        "schema": REPORT_SCHEMA,
         "program": str(state.job.path),
         "arrangement": state.arrangement,
         "policy": policy_name(state.policy),

@@ -17,6 +17,7 @@ from sirius.analysis.frontend import CompileJob
 from sirius.core.config import CompileFlags, resolve_toolchain
 from sirius.pipeline import OptimizeState, report, run_pipeline
 from sirius.tuning.cost_model import predict_program
+from tests.report_schema import assert_follows_schema
 
 pytestmark = pytest.mark.toolchain
 
@@ -53,6 +54,7 @@ def test_the_two_groups_become_one_launch_with_a_grid_barrier():
     assert not rep["apart_without_reason"]
     assert not any("global dependence" in r["reason"] for r in rep["refused"])  # joined after all
     assert rep["promise_check"]["kernels_checked"] == 1
+    assert_follows_schema(rep)
     # without --cooperative: two launches, and the reason they stay apart
     plain = report(optimized(PROGRAM, cooperative=False))
     assert plain["launches_after"] == 2 and not plain["cooperative"]

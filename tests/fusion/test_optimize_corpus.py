@@ -15,6 +15,7 @@ import pytest
 from sirius.analysis.frontend import CompileJob
 from sirius.core.config import CompileFlags, resolve_toolchain
 from sirius.pipeline import OptimizeState, pairs_without_reason, pass_names, rearrange, report, run_pipeline
+from tests.report_schema import assert_follows_schema
 
 pytestmark = pytest.mark.toolchain
 
@@ -62,6 +63,13 @@ def test_every_pair_left_apart_has_a_reason(name, arrangement):
     assert pairs_without_reason(optimized(name)[arrangement]) == []
 
 
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_every_report_follows_the_schema(name):
+    """Each arrangement's and each pass selection's report, as ``--report`` writes it."""
+    for state in optimized(name).values():
+        assert_follows_schema(report(state))
+
+
 # bert_fp16 is bert_fp32's graph in half precision; clang needs minutes on its half operators
 MODELS = sorted(p.name for p in (ROOT / "cuda_inputs" / "models").glob("*.cu") if p.name != "bert_fp16.cu")
 
@@ -74,6 +82,7 @@ def test_every_pair_a_model_leaves_apart_has_a_reason(model):
     state = run_pipeline(OptimizeState(job))
     assert report(state)["refused"]
     assert pairs_without_reason(state) == []
+    assert_follows_schema(report(state))
 
 
 def test_refusals_name_their_reason():
