@@ -17,6 +17,7 @@ from dataclasses import dataclass
 KB = 1024
 STATIC_SHARED_LIMIT = 48 * KB  # a block's shared memory without the opt-in, on every architecture
 MAX_BLOCK_THREADS = 1024  # threads per block, on every architecture
+WARP_SIZE = 32  # threads per warp, on every architecture
 
 
 @dataclass(frozen=True)

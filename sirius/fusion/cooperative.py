@@ -48,7 +48,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sirius.analysis.program_model import ProgramModel
-from sirius.core.target import target_for
+from sirius.core.target import WARP_SIZE, target_for
 from sirius.fusion.fragment_text import BARRIER_CALL
 from sirius.fusion.schedule import (FusionGroup, Refusal, Schedule, helper_reason, index_helpers,
                                      shared_limit_problem)
@@ -112,7 +112,8 @@ def phases_problem(model: ProgramModel, schedule: Schedule, groups: list[FusionG
             size = _product(inst.statement.block.constant())
             if size == threads:
                 continue
-            partial = next((insts[i] for i in lane.launches if insts[i].kernel.warp_ops), None) if size % 32 else None
+            partial = (next((insts[i] for i in lane.launches if insts[i].kernel.warp_ops), None)
+                       if size % WARP_SIZE else None)
             if partial is not None and size < threads:
                 return (f"{partial.kernel.name} (line {partial.statement.line}) uses warp operations in blocks of {size} "
                         "threads, part of a warp: the rest of that warp, elsewhere in the cooperative kernel, would "
@@ -137,7 +138,7 @@ def _narrow_problem(model: ProgramModel, launches, size: int) -> str | None:
     count must be whole warps, and every barrier a plain ``__syncthreads()`` in the kernel's
     body, where the printer can see it."""
     inst = launches[0]
-    if size % 32:
+    if size % WARP_SIZE:
         return (f"{inst.kernel.name} (line {inst.statement.line}) synchronizes blocks of {size} threads, not whole "
                 "warps: a barrier over part of a larger block counts warps")
     for inst in launches:
