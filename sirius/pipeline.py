@@ -494,7 +494,7 @@ def report(state: OptimizeState) -> dict[str, Any]:
             "persistent": plan.persistent, "launches": plan.launches,
             "layers": plan.repetition.copies, "launches_per_layer": plan.repetition.period, "waves": plan.waves,
             "grid_barriers_per_wave": len(plan.phases) - 1, "private": list(plan.repetition.private),
-            "scratch_bytes": plan.repetition.cell_bytes * plan.repetition.copies,
+            "scratch_bytes": plan.scratch.bytes,
             "phases": [[{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].statement.line}
                         for i in g.launches] for g in sched.groups if g.id in plan.phases]}
             for plan in (launch.plan for launch in state.program.of_kind(CellWavesLaunch))],

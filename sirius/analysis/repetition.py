@@ -14,21 +14,23 @@ each argument of the pattern's ``j``-th launch is a function of ``layer``:
 * ``private``: the copy's own temporary. TVM's memory plan reuses a few storages for
   every layer, alternating them, so the copies do not differ by a stride there; but a
   temporary a copy writes before it reads it, and whose values no other copy reads, can
-  be given a fresh place per layer, which *is* affine: a scratch area of ``cell_bytes``
-  per layer, each value the copy writes (a *slot*) at a fixed offset in it.
+  be given a fresh place per layer, which *is* affine (``fusion.privatisation`` decides
+  where). Such an argument names the pattern's write whose bytes it reaches (``write``,
+  the (position, argument) of that write; its own for a write) and its ``distance`` in
+  bytes from that write's pointer; each write of the pattern into a private temporary is
+  described by the bytes it covers from its pointer and where each copy's pointer points
+  at the last step (``PrivateWrite``).
 
 What is proven for a private allocation A (else the body is not taken as a loop, with
 the reason): every access to A by a launch of the loop is exact (isl knows its bytes,
 and no scalar the analysis does not know decides which bytes a write covers); in every
 copy, each argument that reads A reads only bytes the copy wrote before, through one
-argument of one earlier launch (its *slot*), with no later write of the copy in between,
+argument of one earlier launch (its *write*), with no later write of the copy in between,
 at a constant distance from that argument's pointer; no launch reaches the bytes it
 writes of A through a second pointer; every copy resolves the same reads to the same
-slots; each write covers an interval of bytes from its pointer. After the last cell, the
-values the copies of the last step wrote last into A are copied from their layers'
-scratch areas to A (``copy_back``; a layer's area holds its last cell's values): A ends
-the loop holding what the original program left in it, as long as the last step writes
-every byte of A any step writes (proven too).
+writes; each write covers an interval of bytes from its pointer, and that pointer is a
+constant at the last step; the last step writes every byte of A any step writes (so the
+last step's values, put back after the loop, leave A as the original program does).
 
 Not a loop, with a reason: a copy whose argument differs by another stride (or in
 another way than the above), copies among other launches of the body (a head or a
@@ -39,6 +41,7 @@ candidate at all (None).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import islpy as isl
@@ -48,8 +51,9 @@ from sirius.analysis.program_model import LaunchInstance, ProgramModel, host_dom
 from sirius.analysis.source_index import ForLoop
 from sirius.analysis.symbolic import Expr
 
-LAYER = "sirius_layer"  # the recognised loop's iterator, as Exprs and the generated code name it
-SLOT_ALIGNMENT = 256  # bytes: every slot starts as aligned as an allocation
+# the recognised loop's iterator in the pattern's formulas: no C identifier, so no symbol of
+# the program's can be taken for it (the code generator gives it a name of its own)
+LAYER = "$layer"
 # the search for copies among other launches (only to say why a body is not a loop) is cubic:
 # bodies and copies larger than these are not searched
 MAX_SCANNED_BODY = 256
@@ -64,31 +68,21 @@ class PatternArgument:
     buffer: str | None = None  # affine/peeled: the allocation the copies point into
     offset: Expr | None = None  # bytes: in the step iterator and ``LAYER`` (affine, peeled)
     first: ArgValue | None = None  # peeled: what the first copy passes
-    slot: int | None = None  # private: bytes from the layer's scratch area to the pointer
+    write: tuple[int, int] | None = None  # private: (position, argument) of the write whose bytes it reaches
+    distance: int | None = None  # private: bytes from that write's pointer to this one
     value: Expr | None = None  # scalar: in the step iterator and ``LAYER``
     text: str = ""  # scalar without a value (a float constant): the same in every copy
 
 
 @dataclass(frozen=True)
-class CopyBack:
-    """Bytes of the scratch that end where the original left them (values of the last step)."""
+class PrivateWrite:
+    """A write of the pattern into a private temporary: the bytes it covers from its pointer
+    (an interval in every copy and step, proven) and where the pointer is at the last step."""
 
-    buffer: str  # the private allocation
-    offset: int  # bytes into it
-    slot: int  # bytes into the scratch (of all layers)
-    bytes: int
-
-    def without(self, buffer: str, start: int, end: int) -> list["CopyBack"]:
-        """This piece minus the bytes [start, end) of ``buffer`` (a later value overwrites them)."""
-        if buffer != self.buffer or end <= self.offset or start >= self.offset + self.bytes:
-            return [self]
-        out = []
-        if start > self.offset:
-            out.append(CopyBack(self.buffer, self.offset, self.slot, start - self.offset))
-        if end < self.offset + self.bytes:
-            cut = end - self.offset
-            out.append(CopyBack(self.buffer, end, self.slot + cut, self.bytes - cut))
-        return out
+    key: tuple[int, int]  # (position, argument) in the pattern
+    first: int  # bytes from the pointer: the first and the last byte a copy writes, over every copy
+    last: int
+    at_last_step: tuple[tuple[str, int], ...]  # per copy: the allocation and the pointer's byte offset into it
 
 
 @dataclass(frozen=True)
@@ -101,8 +95,7 @@ class Repetition:
     statements: tuple[tuple[int, ...], ...]  # [copy][position] -> statement index
     arguments: tuple[tuple[PatternArgument, ...], ...]  # [position][argument]
     private: tuple[str, ...] = ()  # allocations whose values stay within a copy
-    cell_bytes: int = 0  # one layer's scratch area
-    copy_back: tuple[CopyBack, ...] = ()  # after the last cell: the private allocations' final bytes
+    writes: tuple[PrivateWrite, ...] = ()  # the pattern's writes into them, in (position, argument) order
 
     @property
     def copies(self) -> int:
@@ -204,14 +197,14 @@ def _affine_in_layer(values: list[Expr], first: int) -> Expr | None:
     return values[first] + (Expr.sym(LAYER) - first) * stride.constant_value()
 
 
-class _Privatizer:
+class _PrivateTemporaries:
     """The private-temporary proof of the module docstring, for one candidate pattern."""
 
     def __init__(self, insts: dict[int, LaunchInstance], table: list[list[int]], iterator: str, steps: int):
         self.insts, self.table, self.iterator, self.steps = insts, table, iterator, steps
         self.domain = isl.Set(f"{{ [s, b] : 0 <= s < {steps} }}")
         self._footprints: dict[tuple[int, str, str], isl.Set | None] = {}
-        self.extents: dict[tuple[int, int], tuple[int, int]] = {}  # slot key -> (first, last) byte from the pointer
+        self.extents: dict[tuple[int, int], tuple[int, int]] = {}  # write -> (first, last) byte from the pointer
 
     def footprint(self, idx: int, param: str, kind: str) -> isl.Set | None:
         key = (idx, param, kind)
@@ -220,14 +213,14 @@ class _Privatizer:
             self._footprints[key] = None if got is None else got.intersect(self.domain)
         return self._footprints[key]
 
-    def plan(self, allocs: set[str]) -> tuple[dict, dict[str, str]]:
-        """For each (position, argument) pointing into one of ``allocs``: ("def", slot key, 0)
-        for a write, ("use", slot key, distance) for a read, where the slot key is the
-        (position, argument) of the write; the same in every copy, whichever allocation a
-        copy uses. Also, per allocation that cannot be private, why."""
+    def resolve(self, allocs: set[str]) -> tuple[dict, dict[str, str]]:
+        """For each (position, argument) pointing into one of ``allocs``: ("def", write, 0)
+        for a write, ("use", write, distance) for a read, where ``write`` is the (position,
+        argument) of the write whose bytes it reaches; the same in every copy, whichever
+        allocation a copy uses. Also, per allocation that cannot be private, why."""
         refused: dict[str, str] = {}
         while True:
-            per_copy = [self._copy_plan(row, allocs - set(refused), refused) for row in self.table]
+            per_copy = [self._copy_resolution(row, allocs - set(refused), refused) for row in self.table]
             if not any(p is None for p in per_copy):
                 break
         if any(p != per_copy[0] for p in per_copy[1:]):
@@ -235,10 +228,10 @@ class _Privatizer:
             return {}, refused
         return per_copy[0], refused
 
-    def _copy_plan(self, row: list[int], allocs: set[str], refused: dict[str, str]) -> dict | None:
-        """One copy's plan over ``allocs``; None after adding an allocation to ``refused``."""
-        written: list[tuple[str, tuple[int, int], isl.Set, Expr]] = []  # allocation, slot key, bytes, pointer
-        plan: dict[tuple[int, int], tuple[str, tuple[int, int], int]] = {}
+    def _copy_resolution(self, row: list[int], allocs: set[str], refused: dict[str, str]) -> dict | None:
+        """One copy's resolution over ``allocs``; None after adding an allocation to ``refused``."""
+        written: list[tuple[str, tuple[int, int], isl.Set, Expr]] = []  # allocation, write, bytes, pointer
+        resolved: dict[tuple[int, int], tuple[str, tuple[int, int], int]] = {}
         for j, idx in enumerate(row):
             inst = self.insts[idx]
             here = f"{inst.kernel.name} (line {inst.statement.line})"
@@ -273,7 +266,7 @@ class _Privatizer:
                     refused[arg.buffer] = (f"{here} reads values of it its copy did not write before it "
                                            "(through one pointer, at a constant distance)")
                     return None
-                plan[(j, p)] = ("use", source[0], distance)
+                resolved[(j, p)] = ("use", source[0], distance)
             for p, name, arg in mine:
                 r, w = touched[p]
                 if w.is_empty():
@@ -289,9 +282,9 @@ class _Privatizer:
                     return None
                 self.extents[(j, p)] = (min(self.extents.get((j, p), (lo, hi))[0], lo),
                                         max(self.extents.get((j, p), (lo, hi))[1], hi))
-                plan[(j, p)] = ("def", (j, p), 0)
+                resolved[(j, p)] = ("def", (j, p), 0)
                 written.append((arg.buffer, (j, p), w, arg.offset))
-        return plan
+        return resolved
 
     def last_step_covers(self, alloc: str) -> bool:
         """The copies at the last step write every byte of ``alloc`` any copy writes."""
@@ -323,7 +316,7 @@ def _written_in_loop(insts: dict[int, LaunchInstance], statements: list[int]) ->
 
 
 def _arguments(insts, table: list[list[int]], iterator: str, steps: int
-               ) -> tuple[tuple[tuple[PatternArgument, ...], ...], tuple[str, ...], int, tuple] | str:
+               ) -> tuple[tuple[tuple[PatternArgument, ...], ...], tuple[str, ...], tuple[PrivateWrite, ...]] | str:
     """The pattern's arguments (module docstring), or why the copies are not one loop."""
     k, m = len(table), len(table[0])
     flat = [idx for row in table for idx in row]
@@ -337,23 +330,18 @@ def _arguments(insts, table: list[list[int]], iterator: str, steps: int
                     len({a.buffer for a in args}) > 1 or any(a.offset is None for a in args)
                     or _affine_in_layer([a.offset for a in args], 0) is None):
                 irregular |= {a.buffer for a in args if a.buffer in written}
-    privatizer = _Privatizer(insts, table, iterator, steps)
+    proof = _PrivateTemporaries(insts, table, iterator, steps)
     candidates, refused = set(irregular), {}
     while True:
-        plan, why = privatizer.plan(candidates)
+        resolved, why = proof.resolve(candidates)
         refused.update(why)
         uncovered = {a: "the copies at the last step do not write every byte the loop writes"
-                     for a in sorted(candidates - set(why)) if not privatizer.last_step_covers(a)}
+                     for a in sorted(candidates - set(why)) if not proof.last_step_covers(a)}
         if not uncovered:
             break
         refused.update(uncovered)
         candidates -= set(uncovered)
     private = sorted(irregular - set(refused))
-    slots: dict[tuple[int, int], int] = {}
-    cell = 0
-    for key in sorted(k_ for k_, (what, _, _) in plan.items() if what == "def"):
-        slots[key] = cell
-        cell += -(-(privatizer.extents[key][1] + 1) // SLOT_ALIGNMENT) * SLOT_ALIGNMENT
     out: list[tuple[PatternArgument, ...]] = []
     for j in range(m):
         row_args: list[PatternArgument] = []
@@ -376,9 +364,9 @@ def _arguments(insts, table: list[list[int]], iterator: str, steps: int
             if kinds != {"buffer"} or any(a.offset is None for a in args):
                 return f"{where} is not an allocation plus a known offset in every copy"
             alloc = args[-1].buffer
-            if all(a.buffer in private for a in args) and (j, p) in plan:
-                what, key, distance = plan[(j, p)]
-                row_args.append(PatternArgument("private", buffer=alloc, slot=slots[key] + distance))
+            if all(a.buffer in private for a in args) and (j, p) in resolved:
+                _, write, distance = resolved[(j, p)]
+                row_args.append(PatternArgument("private", buffer=alloc, write=write, distance=distance))
                 continue
             same = len({a.buffer for a in args}) == 1
             offset = _affine_in_layer([a.offset for a in args], 0) if same else None
@@ -396,21 +384,18 @@ def _arguments(insts, table: list[list[int]], iterator: str, steps: int
                         f"{refused[alloc]}")
             return f"{where} does not advance by one stride per copy"
         out.append(tuple(row_args))
-    # the values of the last step, copied from the layers' scratch areas to where the original
-    # left them: each def's bytes that no later def (later in the copy, or a later copy) overwrites
-    pieces: list[CopyBack] = []
-    for c, row in enumerate(table):
-        for (j, p), what in sorted(plan.items()):
-            if what[0] != "def":
-                continue
+    # where each write lands at the last step: the values the original leaves in the temporaries
+    defs = sorted(key for key, (what, _, _) in resolved.items() if what == "def")
+    at_last_step: dict[tuple[int, int], list[tuple[str, int]]] = {key: [] for key in defs}
+    for row in table:
+        for j, p in defs:
             arg = insts[row[j]].bindings[p][1]
             start = arg.offset.subs({iterator: steps - 1}).constant_value()
-            lo, hi = privatizer.extents[(j, p)]
             if start is None:
                 return f"a pointer into {arg.buffer} is not a constant at the last step"
-            pieces = [piece for q in pieces for piece in q.without(arg.buffer, start + lo, start + hi + 1)]
-            pieces.append(CopyBack(arg.buffer, start + lo, c * cell + slots[(j, p)] + lo, hi + 1 - lo))
-    return tuple(out), tuple(private), cell, tuple(pieces)
+            at_last_step[(j, p)].append((arg.buffer, start))
+    writes = tuple(PrivateWrite(key, *proof.extents[key], tuple(at_last_step[key])) for key in defs)
+    return tuple(out), tuple(private), writes
 
 
 def _copies_inside(launches: list[HostStatement]) -> tuple[int, int, int] | None:
@@ -477,24 +462,30 @@ def find_repetition(model: ProgramModel) -> Repetition | NotALoop | None:
             if isinstance(got, str):
                 reasons.append(f"as {len(table)} copies of {m} launch{'es' if m > 1 else ''}: {got}")
                 continue
-            arguments, private, cell, copy_back = got
-            return Repetition(loop, info.iterator, steps, tuple(tuple(r) for r in table), arguments, private, cell,
-                              copy_back)
+            arguments, private, writes = got
+            return Repetition(loop, info.iterator, steps, tuple(tuple(r) for r in table), arguments, private, writes)
         return why("; ".join(reasons[:2]))
     return None
 
 
-def format_repetition(rep: Repetition, model: ProgramModel) -> str:
+def format_repetition(rep: Repetition, model: ProgramModel,
+                      show_private: Callable[[PatternArgument], str] | None = None) -> str:
     """The loop body as the loop it is read as: one line per launch of the pattern, each
-    argument as a function of ``step`` and ``layer``; then what is copied back after it."""
+    argument as a function of ``step`` and ``layer``; a private argument as the write whose
+    bytes it reaches, or as ``show_private`` gives it (where the privatisation put it)."""
     insts = model.instances()
     step = {rep.iterator: Expr.sym("step"), LAYER: Expr.sym("layer")}
+
+    def written_by(a: PatternArgument) -> str:
+        j, p = a.write
+        inst = insts[rep.statements[0][j]]
+        return f"private: {inst.kernel.name}'s {inst.bindings[p][0]} + {a.distance} bytes"
 
     def show(a: PatternArgument) -> str:
         if a.kind == "scalar":
             return str(a.value.subs(step)) if a.value is not None else a.text
         if a.kind == "private":
-            return f"private slot {a.slot} (+{rep.cell_bytes} bytes per layer)"
+            return (show_private or written_by)(a)
         general = f"{a.buffer} + {a.offset.subs(step)} bytes"
         if a.kind == "peeled":
             return f"layer == 0 ? {a.first.buffer} + {a.first.offset.subs(step)} bytes : {general}"
@@ -506,7 +497,4 @@ def format_repetition(rep: Repetition, model: ProgramModel) -> str:
         inst = insts[idx]
         args = ", ".join(f"{name} = {show(a)}" for (name, _), a in zip(inst.bindings, rep.arguments[j]))
         lines.append(f"  {inst.kernel.name}<<<{inst.statement.grid}, {inst.statement.block}>>>({args})")
-    for piece in rep.copy_back:
-        lines.append(f"  after the loop: {piece.buffer} bytes [{piece.offset}, {piece.offset + piece.bytes}) "
-                     f"from scratch byte {piece.slot}")
     return "\n".join(lines) + "\n"

@@ -22,6 +22,7 @@ from sirius.core.errors import InputError
 from sirius.fusion.includes import relocate_includes
 from sirius.fusion.ir_text import format_program
 from sirius.fusion.policies import DEFAULT, load_policy
+from sirius.fusion.privatisation import format_copy_back
 from sirius.fusion.schedule import ARRANGEMENTS, RefusalKind
 from sirius.pipeline import OptimizeState, pass_names, rearrange, report, run_pipeline, stage_names
 from sirius.tuning.profitability import POLICIES
@@ -116,7 +117,8 @@ def _dump(name: str, st: OptimizeState) -> None:
         print(st.output)
     elif name == "cell-waves":
         for plan in st.schedule.cell_waves.values():
-            print(format_repetition(plan.repetition, st.model), end="")
+            print(format_repetition(plan.repetition, st.model, plan.scratch.show), end="")
+            print(format_copy_back(plan.scratch), end="")
             print(f"waves: {plan.waves} ({plan.wave_for}, layers {plan.lo} .. {plan.hi}); phases: " + " | ".join(
                 " -> ".join(f"S{i}" for i in g.launches) for g in plan.groups) + f"; block {plan.threads} threads")
         for r in st.schedule.refusals:

@@ -8,7 +8,8 @@ as one cooperative launch. The groups the schedule formed within one copy are th
 *phases* of a cell (``fusion.cooperative``: a grid barrier between phases, each phase a
 loop over virtual blocks), and the launch of wave ``w`` runs every cell of the wave side
 by side in each phase, each with the arguments of its (step, layer) computed in the
-kernel from the pattern (private temporaries in a scratch area per layer).
+kernel from the pattern (private temporaries in a scratch area per layer,
+``fusion.privatisation``).
 
 What ``plan_cell_waves`` proves, else it refuses with the reason:
 
@@ -46,15 +47,18 @@ from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.analysis.repetition import LAYER, Repetition, byte_footprint
 from sirius.fusion.cooperative import cooperative_threads, phases_problem
 from sirius.fusion.kernel_ir import Barrier
+from sirius.fusion.privatisation import ScratchPlan, plan_scratch
 from sirius.fusion.schedule import FusionGroup, Lane, Refusal, RefusalKind, Schedule, fragment_problem
 from sirius.fusion.wavefront import permutable_band, wave_loop
 
 
 @dataclass(frozen=True)
 class CellWaves:
-    """The plan: the repetition, the phases of one cell, and the wave loop."""
+    """The plan: the repetition, where its private temporaries live, the phases of one
+    cell, and the wave loop."""
 
     repetition: Repetition
+    scratch: ScratchPlan
     phases: tuple[int, ...]  # group ids of the representative copy, in execution order
     threads: int  # the cooperative kernel's block
     wave_for: str  # C text of the wave loop header, iterator sirius_w
@@ -228,8 +232,8 @@ def plan_cell_waves(model: ProgramModel, schedule: Schedule, rep: Repetition) ->
     regions = tuple(sorted({g.region for g in schedule.groups if set(g.launches) & set(launches)}))
     if any(not set(r.launches) <= set(launches) for r in schedule.regions if r.id in regions):
         return why("a region of the loop body holds launches outside the pattern")
-    return CellWaves(rep, tuple(g.id for g in groups), threads, wave_for, lo, hi, rep.steps + rep.copies - 1,
-                     tuple(bases), regions, tuple(groups))
+    return CellWaves(rep, plan_scratch(rep), tuple(g.id for g in groups), threads, wave_for, lo, hi,
+                     rep.steps + rep.copies - 1, tuple(bases), regions, tuple(groups))
 
 
 def install_cell_waves(schedule: Schedule, plan: CellWaves) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from sirius.analysis.repetition import LAYER
 from sirius.analysis.symbolic import Expr
 from sirius.fusion import kernel_ir as ir
 from sirius.fusion.fragment_text import POOL_ALIGNMENT, fragment_call, strip_restrict
@@ -167,15 +168,16 @@ def cooperative_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
 
 def _in_cell(e: Expr, rep) -> str:
     """An offset or scalar of the pattern as the cell kernel computes it."""
-    return f"({e.subs({rep.iterator: Expr.sym('sirius_step')}).to_c()})"
+    return f"({e.subs({rep.iterator: Expr.sym('sirius_step'), LAYER: Expr.sym('sirius_layer')}).to_c()})"
 
 
-def _pattern_value(arg, ptype: str, rep) -> str:
-    """What the cell kernel passes for one argument of the pattern (analysis.repetition)."""
+def _pattern_value(arg, ptype: str, rep, scratch) -> str:
+    """What the cell kernel passes for one argument of the pattern (analysis.repetition;
+    a private one in ``scratch``, fusion.privatisation)."""
     if arg.kind == "scalar":
         return _in_cell(arg.value, rep) if arg.value is not None else arg.text
     if arg.kind == "private":
-        return f"({ptype})(sirius_scratch + sirius_layer * {rep.cell_bytes} + {arg.slot})"
+        return f"({ptype})(sirius_scratch + sirius_layer * {scratch.cell_bytes} + {scratch.slot(arg)})"
     general = f"{base_pointer(arg.buffer)} + {_in_cell(arg.offset, rep)}"
     if arg.kind == "peeled":
         first = f"{base_pointer(arg.first.buffer)} + {_in_cell(arg.first.offset, rep)}"
@@ -197,17 +199,17 @@ def cell_wave_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
             position = rep.cell_of(f.launch)[1]
             for p, arg in zip(k.params_of(f.launch), rep.arguments[position]):
                 ptype = strip_restrict(p.ctype)  # the cells of a wave share the program's memory: no promises
-                lines.append(f"    {ptype} {p.name} = {_pattern_value(arg, ptype, rep)};")
+                lines.append(f"    {ptype} {p.name} = {_pattern_value(arg, ptype, rep, plan.scratch)};")
         return lines
 
     body = ["  const unsigned sirius_cells = (unsigned)(sirius_hi - sirius_lo + 1);"]
     body += _phase_loops(phases, insts, decls, plan.threads, "sirius_cells", cell)
-    if rep.copy_back:
+    if plan.scratch.copy_back:
         body.append(f"  if (sirius_w == {plan.waves - 1}) {{  // the last step's temporaries, where the original "
                     "left them")
         body.append("    cooperative_groups::this_grid().sync();")
         body.append("    const unsigned sirius_t = blockIdx.x * blockDim.x + threadIdx.x;")
-        for piece in rep.copy_back:
+        for piece in plan.scratch.copy_back:
             body.append(f"    for (unsigned sirius_i = sirius_t; sirius_i < {piece.bytes}u; sirius_i += gridDim.x * "
                         f"blockDim.x) {base_pointer(piece.buffer)}[{piece.offset} + sirius_i] = sirius_scratch[{piece.slot} + "
                         "sirius_i];")
@@ -225,9 +227,9 @@ def cell_wave_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
         params = ["const int sirius_w", "const int sirius_lo", "const int sirius_hi"] + bases
         what = "one launch runs the cells with step + layer = sirius_w"
     scratch = ""
-    if rep.cell_bytes:
-        scratch = (f"// the private temporaries of each layer's cell ({rep.cell_bytes} bytes each)\n"
-                   f"static __device__ __align__(256) char {plan.name}_scratch[{rep.cell_bytes * rep.copies}];\n")
+    if plan.scratch.cell_bytes:
+        scratch = (f"// the private temporaries of each layer's cell ({plan.scratch.cell_bytes} bytes each)\n"
+                   f"static __device__ __align__(256) char {plan.name}_scratch[{plan.scratch.bytes}];\n")
         locals_.insert(0, f"  char* const sirius_scratch = {plan.name}_scratch;")
     return (f"{scratch}// waves of cells: cell (step, layer) runs copy 'layer' of the loop body's "
             f"{rep.period} launches at 'step'; {what}; {len(phases)} phases\n"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from sirius.analysis.frontend import CompileJob
-from sirius.analysis.repetition import NotALoop, Repetition, find_repetition, format_repetition
+from sirius.analysis.repetition import NotALoop, PrivateWrite, Repetition, find_repetition, format_repetition
 from sirius.core.config import CompileFlags, resolve_toolchain
 from sirius.pipeline import PIPELINE, OptimizeState, report, run_pipeline
 from sirius.tuning.cost_model import predict_program
@@ -63,16 +63,17 @@ def test_the_unrolled_layers_are_a_loop_with_private_temporaries():
     assert (found.steps, found.copies, found.period) == (5, 3, 2)
     kinds = [[a.kind for a in row] for row in found.arguments]
     assert kinds == [["private", "affine", "peeled", "affine"], ["affine", "private"]]
-    assert found.private == ("t0", "t1") and found.cell_bytes == 256
-    # t1's last value is layer 1's, t0's layer 2's (layer 0's is overwritten)
-    assert [(p.buffer, p.slot) for p in found.copy_back] == [("t1", 256), ("t0", 512)]
+    assert found.private == ("t0", "t1")
+    # gate writes t (bytes 0..255 from its pointer), in t0, t1, t0 by layer; update reads what it wrote
+    assert found.writes == (PrivateWrite((0, 0), 0, 255, (("t0", 0), ("t1", 0), ("t0", 0))),)
+    assert [(a.write, a.distance) for a in (found.arguments[0][0], found.arguments[1][1])] == [((0, 0), 0)] * 2
     printed = format_repetition(found, state.model).splitlines()
     assert printed[0] == "loop at line 74: 3 copies (layers) of 2 launches, 5 steps: for step < 5, for layer < 3:"
-    assert printed[1] == ("  gate<<<(2, 1, 1), (32, 1, 1)>>>(t = private slot 0 (+256 bytes per layer), "
+    assert printed[1] == ("  gate<<<(2, 1, 1), (32, 1, 1)>>>(t = private: gate's t + 0 bytes, "
                           "w = w + 16384layer bytes, below = layer == 0 ? x + 256step bytes : "
                           "h + 256layer + 768step + 512 bytes, prev = h + 256layer + 768step bytes)")
-    assert printed[3:] == ["  after the loop: t1 bytes [0, 256) from scratch byte 256",
-                           "  after the loop: t0 bytes [0, 256) from scratch byte 512"]
+    assert printed[2] == "  update<<<(1, 1, 1), (64, 1, 1)>>>(out = h + 256layer + 768step + 768 bytes, " \
+                         "t = private: gate's t + 0 bytes)"
     rep = report(state)
     assert (rep["launches_before"], rep["launches_after"]) == (30, 7)
     [cells] = rep["cell_waves"]
