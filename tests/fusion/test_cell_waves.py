@@ -20,6 +20,7 @@ from sirius.analysis.repetition import NotALoop, PrivateWrite, Repetition, find_
 from sirius.core.config import CompileFlags, resolve_toolchain
 from sirius.pipeline import PIPELINE, OptimizeState, report, run_pipeline
 from sirius.tuning.cost_model import predict_program
+from tests.report_schema import assert_follows_schema
 
 pytestmark = pytest.mark.toolchain
 
@@ -79,6 +80,7 @@ def test_the_unrolled_layers_are_a_loop_with_private_temporaries():
     [cells] = rep["cell_waves"]
     assert (cells["waves"], cells["grid_barriers_per_wave"], cells["layers"]) == (7, 1, 3)
     assert not rep["apart_without_reason"] and rep["promise_check"]["kernels_checked"] == 1
+    assert_follows_schema(rep)
     # the cost model: one cooperative launch per wave, its share of the 15 cells in each of the 2 phases
     original, fused = predict_program(state)
     [waves] = [i for i in fused.items if i.shape.phases]
