@@ -24,6 +24,15 @@ documentation) and OUT/experiment.png (grouped bars per program: launches left
 and predicted speedup per policy); with ``--keep-programs`` each optimized
 program too, as OUT/programs/PROGRAM/POLICY.cu. Progress goes to standard error.
 
+Each program is one task (all its policies: the analysis is shared), run in this process
+(the default, ``--workers 1``), on a local Dask cluster of N worker processes (``--workers
+N``) or on an existing cluster (``--scheduler tcp://HOST:PORT``); with ``--backend gpu`` the
+tasks go to workers that declare a GPU (``dask worker ADDRESS --resources GPU=1``). The
+table is the same however the tasks ran, rows in program order. Each task's result is kept
+in OUT/.sirius-tasks, keyed by the program's text, the policies, the settings and the
+optimizer's sources: a run stopped half-way, run again, does only the programs left
+(``--fresh``: all of them again).
+
 Exit status: 0 when every result verified; 1 when one differs from its original
 (the row says which); 2 on bad input (no programs, an unknown policy, a flag the
 compiler rejects) or when a program could not be optimized or verified (the row
@@ -36,8 +45,10 @@ import argparse
 import contextlib
 import csv
 import datetime
+import inspect
 import io
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -48,6 +59,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from sirius.analysis.frontend import CompileJob
+from sirius.campaign import Engine, ResultCache, Task, add_engine_options, engine_from_args, run_tasks, task_key
 from sirius.commands import verify
 from sirius.commands.common import compile_flags_from_args, input_file
 from sirius.commands.optimize import add_fusion_options, selected_passes
@@ -56,6 +68,7 @@ from sirius.core.config import DEFAULT_ARCH, resolve_toolchain
 from sirius.core.errors import InputError, SiriusError
 from sirius.fusion.includes import relocate_includes
 from sirius.fusion.policies import SHIPPED, load_policy, policy_name
+from sirius.tuning.cache import optimizer_fingerprint
 from sirius.tuning.profitability import POLICIES
 from sirius.fusion.schedule import RefusalKind
 from sirius.pipeline import OptimizeState, rearrange, report, run_pipeline
@@ -108,6 +121,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true",
                         help="no progress and no line per result (a bar is drawn only on a terminal; elsewhere one "
                              "line per result goes to standard error)")
+    add_engine_options(parser, default_workers=1)  # --workers, --scheduler
+    parser.add_argument("--fresh", action="store_true",
+                        help=f"run every task again, replacing the results cached in OUT/{TASKS_FOLDER}")
     add_fusion_options(parser)  # --arrangement, --entry, --passes, --disable-pass
     verify.add_options(parser)  # --rtol, --atol, --backend, the compiler flags, --threads, --timeout
 
@@ -203,57 +219,73 @@ def _commit() -> dict[str, object]:
     return {"commit": git("rev-parse", "HEAD"), "worktree_clean": None if status is None else not status}
 
 
-class _Experiment:
-    """The rows of one run, gathered program by program."""
+TASKS_FOLDER = ".sirius-tasks"  # under --out: one cached result per program (see sirius/campaign.py)
+TASK_FORMAT = 1  # bumped when a task's result changes shape
 
-    def __init__(self, args: argparse.Namespace, policies: list, programs: list[Path], out: Path):
-        self.args, self.policies, self.programs, self.out = args, policies, programs, out
+
+@dataclass(frozen=True)
+class ProgramJob:
+    """What one task needs: a program (absolute path, and its name in the rows), the policies
+    (as specs: a worker loads them itself), the command's settings (``vars(args)`` less what
+    cannot travel) and whether the fused kernels' SASS is counted."""
+
+    program: str
+    display: str
+    policies: tuple[str, ...]
+    settings: dict
+    count_sass: bool
+
+
+def experiment_program(job: ProgramJob) -> dict:
+    """One task of an experiment: one program under every policy.
+
+    The unit is the program, not a (program, policy) pair: the first policy runs the whole
+    pipeline and the others ``rearrange`` its state (the analysis, the costliest stage, runs
+    once per program), and a program text two policies produce is verified and counted once.
+    A pure function of ``job``: it writes only in a temporary folder, and returns the rows
+    (as dicts), the seconds each took, the notes, and each policy's optimized text (None on
+    an error) for ``--keep-programs``."""
+    args = argparse.Namespace(**job.settings)
+    run = _ProgramRun(args, job.count_sass)
+    policies = [load_policy(spec, POLICIES) for spec in job.policies]
+    with tempfile.TemporaryDirectory(prefix="sirius-experiment-") as tmp:
+        return run.all_policies(Path(job.program), job.display, policies, Path(tmp))
+
+
+class _ProgramRun:
+    """One program under every policy, in the process that runs the task."""
+
+    def __init__(self, args: argparse.Namespace, count_sass: bool):
+        self.args, self.count_sass = args, count_sass
         self.flags = compile_flags_from_args(args)
         self.toolchain = resolve_toolchain(args.clang, args.cuda_path)
         self.passes = selected_passes(args.passes, args.disable_pass)
         self.notes: list[str] = []
-        self.sass_missing = "switched off (--no-sass)" if args.no_sass else sass_tools_missing()
-        if self.sass_missing:
-            self.notes.append(f"static SASS instructions not counted: {self.sass_missing}")
-        self.rows: list[Row] = []
 
-    def run(self) -> list[Row]:
-        if self.args.keep_programs:
-            return self._run(self.out / "programs")
-        with tempfile.TemporaryDirectory(prefix="sirius-experiment-") as tmp:
-            return self._run(Path(tmp))
+    def all_policies(self, program: Path, display: str, policies: list, folder: Path) -> dict:
+        base = None
+        seen: dict[str, tuple[tuple[bool, str], int | None]] = {}  # program text -> (verification, SASS)
+        rows, seconds, outputs = [], [], []
+        for policy in policies:
+            started = time.monotonic()
+            output = None
+            try:
+                if base is None:
+                    job = CompileJob(program, self.flags, self.toolchain)
+                    state = base = run_pipeline(OptimizeState(job, self.args.entry, self.args.arrangement,
+                                                              self.passes, policy=policy))
+                else:
+                    state = rearrange(base, self.args.arrangement, policy=policy)
+                output = state.output
+                row = self._measure(program, display, policy, state, folder, seen, time.monotonic() - started)
+            except SiriusError as err:
+                row = Row(display, policy_name(policy), None, error=str(err).strip())
+            rows.append(asdict(row))
+            seconds.append(round(time.monotonic() - started, 2))
+            outputs.append(output)
+        return {"rows": rows, "seconds": seconds, "notes": self.notes, "outputs": outputs}
 
-    def _run(self, programs_folder: Path) -> list[Row]:
-        labels = _labels(self.programs)
-        total = len(self.programs) * len(self.policies)
-        with item_progress("experiment", total, self.args.quiet) as done:
-            return self._each(programs_folder, labels, total, done)
-
-    def _each(self, programs_folder: Path, labels, total: int, done) -> list[Row]:
-        k = 0
-        for program in self.programs:
-            base = None
-            seen: dict[str, tuple[tuple[bool, str], int | None]] = {}  # program text -> (verification, SASS)
-            folder = programs_folder / labels[program]
-            folder.mkdir(parents=True, exist_ok=True)
-            for policy in self.policies:
-                k += 1
-                started = time.monotonic()
-                try:
-                    if base is None:
-                        job = CompileJob(program, self.flags, self.toolchain)
-                        state = base = run_pipeline(OptimizeState(job, self.args.entry, self.args.arrangement,
-                                                                  self.passes, policy=policy))
-                    else:
-                        state = rearrange(base, self.args.arrangement, policy=policy)
-                    row = self._measure(program, policy, state, folder, seen, time.monotonic() - started)
-                except SiriusError as err:
-                    row = Row(_display(program), policy_name(policy), None, error=str(err).strip())
-                self.rows.append(row)
-                done(f"{row.program} {row.policy}", self._line(k, total, row, time.monotonic() - started))
-        return self.rows
-
-    def _measure(self, program: Path, policy, state, folder: Path, seen, seconds: float) -> Row:
+    def _measure(self, program: Path, display: str, policy, state, folder: Path, seen, seconds: float) -> Row:
         from sirius.tuning.cost_model import predict_program
 
         rep = report(state)
@@ -261,16 +293,15 @@ class _Experiment:
         optimized.write_text(relocate_includes(state.output, program, folder)[0])
         if state.output not in seen:  # a text another policy produced is verified and counted once
             seen[state.output] = (verify_program(self.args, program, optimized),
-                                  self._sass(program, policy, state.output))
+                                  self._sass(program, display, policy, state.output))
         (ok, said), sass = seen[state.output]
         try:
             original, fused = predict_program(state)
             predicted = (original.direct_us, fused.direct_us, original.graph_us, fused.graph_us)
         except Exception as err:  # the cost model is an estimate; a program it cannot price keeps its other figures
             predicted = (None,) * 4
-            self.notes.append(f"{_display(program)} ({policy_name(policy)}): no prediction: "
-                              f"{type(err).__name__}: {err}")
-        return Row(_display(program), policy_name(policy), ok,
+            self.notes.append(f"{display} ({policy_name(policy)}): no prediction: {type(err).__name__}: {err}")
+        return Row(display, policy_name(policy), ok,
                    launches_before=rep["launches_before"], launches_after=rep["launches_after"],
                    kernels_before=rep["kernels_before"], kernels_after=rep["kernels_after"],
                    fused_kernels=len(state.fused), barriers=sum(g["barriers_inserted"] for g in rep["groups"]),
@@ -281,15 +312,99 @@ class _Experiment:
                         "predicted_graph_us"), predicted)},
                    optimize_seconds=round(seconds, 2), error=None if ok else said)
 
-    def _sass(self, program: Path, policy, text: str) -> int | None:
-        if self.sass_missing:
+    def _sass(self, program: Path, display: str, policy, text: str) -> int | None:
+        if not self.count_sass:
             return None
         try:
             return fused_sass_instructions(text, program, self.flags)
         except SiriusError as err:
-            self.notes.append(f"{_display(program)} ({policy_name(policy)}): SASS not counted: "
-                              f"{str(err).splitlines()[0]}")
+            self.notes.append(f"{display} ({policy_name(policy)}): SASS not counted: {str(err).splitlines()[0]}")
             return None
+
+
+# settings that do not change a row: left out of a task's settings and of its cache key
+_NOT_SETTINGS = {"policies", "inputs", "out", "quiet", "no_plot", "keep_programs", "no_sass", "workers",
+                 "scheduler", "fresh"}
+
+
+def _policy_identity(spec: str, policy) -> list[str]:
+    """What names a policy in a cache key: a shipped name, or the spec and its source file's text."""
+    if spec in POLICIES:
+        return [spec]
+    try:
+        source = Path(inspect.getsourcefile(type(policy)) or "").read_text()
+    except (OSError, TypeError):
+        source = ""
+    return [spec, source]
+
+
+def _portable_spec(spec: str) -> str:
+    """``spec`` with a policy file's path made absolute (a worker may run in another folder)."""
+    where, colon, attribute = spec.rpartition(":")
+    if colon and (where.endswith(".py") or "/" in where or os.sep in where) and Path(where).is_file():
+        return f"{Path(where).resolve()}:{attribute}"
+    return spec
+
+
+class _Experiment:
+    """The rows of one run: a task per program (``experiment_program``), run by the engine
+    ``--workers``/``--scheduler`` name, gathered in program order."""
+
+    def __init__(self, args: argparse.Namespace, policies: list, specs: list[str], programs: list[Path],
+                 out: Path, engine: Engine):
+        self.args, self.policies, self.specs, self.programs, self.out = args, policies, specs, programs, out
+        self.engine = engine
+        self.flags = compile_flags_from_args(args)
+        self.notes: list[str] = []
+        self.sass_missing = "switched off (--no-sass)" if args.no_sass else sass_tools_missing()
+        if self.sass_missing:
+            self.notes.append(f"static SASS instructions not counted: {self.sass_missing}")
+        self.rows: list[Row] = []
+        self.cached = 0
+
+    def tasks(self) -> list[Task]:
+        settings = {k: v for k, v in vars(self.args).items() if not k.startswith("_") and k not in _NOT_SETTINGS}
+        specs = tuple(_portable_spec(s) for s in self.specs)
+        identity = [_policy_identity(s, p) for s, p in zip(self.specs, self.policies)]
+        labels = _labels(self.programs)
+        tasks = []
+        for program in self.programs:
+            job = ProgramJob(str(program.resolve()), _display(program), specs, settings, not self.sass_missing)
+            key = task_key("experiment", TASK_FORMAT, optimizer_fingerprint(), program.read_text(), job.display,
+                           identity, settings, job.count_sass)
+            tasks.append(Task(key, experiment_program, (job,), label=labels[program],
+                              gpu=self.args.backend == "gpu"))
+        return tasks
+
+    def run(self) -> list[Row]:
+        tasks = self.tasks()
+        total = len(self.programs) * len(self.policies)
+        k = 0
+        with item_progress("experiment", total, self.args.quiet) as done:
+            def arrived(index: int, task: Task, result: dict, cached: bool) -> None:
+                nonlocal k
+                self.cached += cached
+                for row, seconds in zip(result["rows"], result["seconds"]):
+                    k += 1
+                    row = Row(**row)
+                    line = self._line(k, total, row, seconds) + (" (cached)" if cached else "")
+                    done(f"{row.program} {row.policy}", line)
+
+            cache = ResultCache(self.out / TASKS_FOLDER, read=not self.args.fresh)
+            results = run_tasks(tasks, self.engine, cache, arrived)
+        for program, task, result in zip(self.programs, tasks, results):
+            self.rows += [Row(**row) for row in result["rows"]]
+            self.notes += result["notes"]
+            if self.args.keep_programs:
+                self._keep(program, task.label, result["outputs"])
+        return self.rows
+
+    def _keep(self, program: Path, label: str, outputs: list[str | None]) -> None:
+        folder = self.out / "programs" / label
+        folder.mkdir(parents=True, exist_ok=True)
+        for policy, text in zip(self.policies, outputs):
+            if text is not None:
+                (folder / f"{_safe(policy_name(policy))}.cu").write_text(relocate_includes(text, program, folder)[0])
 
     @staticmethod
     def _line(k: int, total: int, row: Row, seconds: float) -> str:
@@ -402,10 +517,12 @@ def execute(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise InputError(f"error: --out {args.out}: not a folder")
+    engine = engine_from_args(args)
+    specs = [spec.strip() for spec in args.policies.split(",") if spec.strip()]
     policies = load_policies(args.policies)
     programs = input_programs(args.inputs)
     out.mkdir(parents=True, exist_ok=True)
-    experiment = _Experiment(args, policies, programs, out)
+    experiment = _Experiment(args, policies, specs, programs, out, engine)
     rows = experiment.run()
     names = [policy_name(p) for p in policies]
     write_table(rows, out)
@@ -424,6 +541,8 @@ def execute(args: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     differ = [r for r in rows if r.verified is False]
     failed = [r for r in rows if r.verified is None]
+    cached = f" ({experiment.cached} of {len(programs)} programs from {out}/{TASKS_FOLDER})" if experiment.cached else ""
+    where = f"from {out}/{TASKS_FOLDER}" if experiment.cached == len(programs) else f"ran in {engine.describe()}{cached}"
     print(f"experiment: {len(rows)} results in {out}/experiment.csv: {len(rows) - len(differ) - len(failed)} verified, "
-          f"{len(differ)} different, {len(failed)} errors", file=sys.stderr)
+          f"{len(differ)} different, {len(failed)} errors; {where}", file=sys.stderr)
     return 1 if differ else 2 if failed else 0
