@@ -1,8 +1,15 @@
 #!/usr/bin/env python3
 """Differential fuzzing of fusion over a range of seeds (see sirius.testing.fuzz).
 
-Usage: scripts/fuzz_fusion.py [--seeds A:B] [--jobs N] [--arrangement auto|vertical|horizontal]
-                              [--cooperative] [--keep DIR] [--json OUT]
+Usage: scripts/fuzz_fusion.py [--seeds A:B] [--workers N | --scheduler ADDRESS]
+                              [--arrangement auto|vertical|horizontal] [--cooperative]
+                              [--keep DIR [--fresh]] [--json OUT]
+
+Each seed is one task (see sirius.campaign): on a local Dask cluster of --workers processes
+(default 2; 0 or 1: one after another in this process, without Dask), or on the workers of
+an existing cluster (--scheduler tcp://HOST:PORT; they must see --keep's folder when it is
+given). With --keep each seed's result is cached in DIR/.sirius-tasks: the same campaign run
+again does only the seeds it has not done (--fresh: all of them).
 
 Exit status 1 when any seed fails; each failure prints its seed, the newer
 generator constructs its program holds (what to suspect first) and the output
@@ -14,24 +21,37 @@ from __future__ import annotations
 import argparse
 import statistics
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
 
-from sirius.testing.fuzz import fuzz
+from sirius.campaign import add_engine_options, engine_from_args
+from sirius.core.errors import SiriusError
+from sirius.testing.fuzz import TASKS_FOLDER, fuzz
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", default="0:50", help="half-open range A:B (default 0:50)")
-    ap.add_argument("--jobs", type=int, default=2)
+    add_engine_options(ap, default_workers=2)
+    ap.add_argument("--jobs", dest="workers", help="the same as --workers (its earlier name)")
+    ap.add_argument("--fresh", action="store_true", help="with --keep: run every seed again, replacing the cache")
     ap.add_argument("--arrangement", default="auto", choices=("auto", "vertical", "horizontal"))
     ap.add_argument("--cooperative", action="store_true",
                     help="optimize with --cooperative (regions as one cooperative launch, waves of cells)")
     ap.add_argument("--keep", type=Path, help="keep the programs in this folder")
     ap.add_argument("--json", type=Path, help="write per-seed results here")
     args = ap.parse_args()
-    a, b = (int(x) for x in args.seeds.split(":"))
+    try:
+        engine = engine_from_args(args)
+        a, b = (int(x) for x in args.seeds.split(":"))
+    except ValueError:
+        print(f"error: --seeds {args.seeds}: expected a half-open range A:B of whole numbers", file=sys.stderr)
+        return 2
+    except SiriusError as err:
+        print(err, file=sys.stderr)
+        return err.exit_code
     start = time.perf_counter()
     def show(r: dict) -> None:
         state = "ok" if r["ok"] else f"FAILED ({r['stage']})"
@@ -39,7 +59,14 @@ def main() -> int:
               f" constructs: {', '.join(r.get('constructs') or []) or 'none'}", flush=True)
 
     flags = ("--cooperative",) if args.cooperative else ()
-    results = fuzz(range(a, b), args.jobs, args.arrangement, args.keep, progress=show, flags=flags)
+    if args.keep is not None and args.fresh:
+        shutil.rmtree(args.keep / TASKS_FOLDER, ignore_errors=True)
+    try:
+        results = fuzz(range(a, b), arrangement=args.arrangement, keep=args.keep, progress=show, flags=flags,
+                       engine=engine)
+    except SiriusError as err:
+        print(err, file=sys.stderr)
+        return err.exit_code
     wall = time.perf_counter() - start
     bad = [r for r in results if not r["ok"]]
     for r in bad:
@@ -52,7 +79,8 @@ def main() -> int:
     print(f"{len(results)} programs, {len(ok)} verified, {len(bad)} failed; "
           f"{fused} had launches fused; launches {before} -> {after}; "
           f"median optimize {statistics.median([r['optimize_s'] for r in ok] or [0]):.2f} s, "
-          f"median verify {statistics.median([r['verify_s'] for r in ok] or [0]):.2f} s; wall {wall:.0f} s")
+          f"median verify {statistics.median([r['verify_s'] for r in ok] or [0]):.2f} s; wall {wall:.0f} s "
+          f"in {engine.describe()}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
     return 1 if bad else 0

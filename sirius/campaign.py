@@ -4,7 +4,7 @@ process or on a Dask cluster, each result cached on disk so that a rerun does on
 A :class:`Task` is a pure function of its arguments: a module-level function (a worker imports
 it by name), picklable arguments, and a result that JSON can hold. Its ``key`` is a hash of what
 decides the result (``task_key``: the program's text, the flags, the policy, the settings that
-change a row; not the commit), so two tasks with one key are one task.
+change a row, ``code_fingerprint()``; not the commit), so two tasks with one key are one task.
 
 Where the tasks run is an :class:`Engine`:
 
@@ -39,6 +39,7 @@ import logging
 import os
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -114,6 +115,18 @@ def parse_workers(given: str | int | None, default: int) -> int:
         raise InputError(f"error: --workers {given}: more than {cap} local workers on this machine; "
                          "use --scheduler for a larger cluster")
     return workers
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """A digest of the package's own files (sources, the runtime the backends build with): a
+    result made by other code is not reused. Not the commit: a commit that changes no file of
+    the package keeps the cache."""
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:24]
 
 
 def task_key(*parts: Any) -> str:

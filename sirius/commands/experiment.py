@@ -30,7 +30,7 @@ N``) or on an existing cluster (``--scheduler tcp://HOST:PORT``); with ``--backe
 tasks go to workers that declare a GPU (``dask worker ADDRESS --resources GPU=1``). The
 table is the same however the tasks ran, rows in program order. Each task's result is kept
 in OUT/.sirius-tasks, keyed by the program's text, the policies, the settings and the
-optimizer's sources: a run stopped half-way, run again, does only the programs left
+package's files: a run stopped half-way, run again, does only the programs left
 (``--fresh``: all of them again).
 
 Exit status: 0 when every result verified; 1 when one differs from its original
@@ -59,7 +59,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from sirius.analysis.frontend import CompileJob
-from sirius.campaign import Engine, ResultCache, Task, add_engine_options, engine_from_args, run_tasks, task_key
+from sirius.campaign import (Engine, ResultCache, Task, add_engine_options, code_fingerprint, engine_from_args,
+                             run_tasks, task_key)
 from sirius.commands import verify
 from sirius.commands.common import compile_flags_from_args, input_file
 from sirius.commands.optimize import add_fusion_options, selected_passes
@@ -68,7 +69,6 @@ from sirius.core.config import DEFAULT_ARCH, resolve_toolchain
 from sirius.core.errors import InputError, SiriusError
 from sirius.fusion.includes import relocate_includes
 from sirius.fusion.policies import SHIPPED, load_policy, policy_name
-from sirius.tuning.cache import optimizer_fingerprint
 from sirius.tuning.profitability import POLICIES
 from sirius.fusion.schedule import RefusalKind
 from sirius.pipeline import OptimizeState, rearrange, report, run_pipeline
@@ -364,13 +364,18 @@ class _Experiment:
 
     def tasks(self) -> list[Task]:
         settings = {k: v for k, v in vars(self.args).items() if not k.startswith("_") and k not in _NOT_SETTINGS}
+        # folders made absolute: a worker may run in another folder
+        settings["include_dirs"] = [str(Path(d).resolve()) for d in settings.get("include_dirs") or []]
+        for name in ("clang", "cuda_path"):
+            if settings.get(name) and Path(settings[name]).exists():
+                settings[name] = str(Path(settings[name]).resolve())
         specs = tuple(_portable_spec(s) for s in self.specs)
         identity = [_policy_identity(s, p) for s, p in zip(self.specs, self.policies)]
         labels = _labels(self.programs)
         tasks = []
         for program in self.programs:
             job = ProgramJob(str(program.resolve()), _display(program), specs, settings, not self.sass_missing)
-            key = task_key("experiment", TASK_FORMAT, optimizer_fingerprint(), program.read_text(), job.display,
+            key = task_key("experiment", TASK_FORMAT, code_fingerprint(), program.read_text(), job.display,
                            identity, settings, job.count_sass)
             tasks.append(Task(key, experiment_program, (job,), label=labels[program],
                               gpu=self.args.backend == "gpu"))

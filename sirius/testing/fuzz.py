@@ -19,9 +19,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from sirius.campaign import Engine, ResultCache, Task, code_fingerprint, run_tasks, task_key
 from sirius.testing.progen import PATTERNS, STRUCTURES, GeneratedProgram, generate_program
 from sirius.testing.rebuild import verify_rebuild
 
+TASKS_FOLDER = ".sirius-tasks"  # under --keep: one cached result per seed
 SIRIUS = str(Path(sys.executable).parent / "sirius")
 
 _PALETTE = set(PATTERNS[:PATTERNS.index("tail_barrier")]) | set(STRUCTURES[:STRUCTURES.index("helper")])
@@ -81,8 +83,13 @@ def run_seed(seed: int, workdir: Path, arrangement: str, argv_values: tuple[str,
 
 def fuzz(seeds, jobs: int = 2, arrangement: str = "auto", keep: Path | None = None,
          progress=None, argv_values: tuple[str, ...] = (), flags: tuple[str, ...] = (),
-         hazards: bool = True) -> list[dict]:
-    """Run every seed (see ``run_seed``); ``progress(result)`` is called as each one finishes."""
+         hazards: bool = True, engine: Engine | None = None) -> list[dict]:
+    """Run every seed (see ``run_seed``); ``progress(result)`` is called as each one finishes.
+    Without ``engine``: ``jobs`` threads of this process. With one: a task per seed
+    (``seed_task``) on that engine (this process, a local Dask cluster, an existing one), each
+    result cached under ``keep`` when given, so a campaign run again does only the seeds left."""
+    if engine is not None:
+        return _fuzz_campaign(list(seeds), engine, arrangement, keep, progress, argv_values, flags, hazards)
     with tempfile.TemporaryDirectory(prefix="sirius-fuzz-") as tmp:
         workdir = keep or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
@@ -95,3 +102,24 @@ def fuzz(seeds, jobs: int = 2, arrangement: str = "auto", keep: Path | None = No
 
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             return list(pool.map(one, seeds))
+
+
+def seed_task(seed: int, keep: str | None, arrangement: str, argv_values: tuple[str, ...],
+              flags: tuple[str, ...], hazards: bool) -> dict:
+    """One seed as a campaign task: its programs in ``keep`` (absolute), else in a folder of
+    its own that is removed after it (a worker on another machine need not see this one's)."""
+    if keep is not None:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        return run_seed(seed, Path(keep), arrangement, argv_values, flags, hazards)
+    with tempfile.TemporaryDirectory(prefix=f"sirius-fuzz-{seed}-") as tmp:
+        return run_seed(seed, Path(tmp), arrangement, argv_values, flags, hazards)
+
+
+def _fuzz_campaign(seeds: list[int], engine: Engine, arrangement: str, keep: Path | None, progress,
+                   argv_values: tuple[str, ...], flags: tuple[str, ...], hazards: bool) -> list[dict]:
+    where = str(keep.resolve()) if keep is not None else None
+    tasks = [Task(task_key("fuzz", code_fingerprint(), seed, arrangement, list(argv_values), list(flags), hazards),
+                  seed_task, (seed, where, arrangement, tuple(argv_values), tuple(flags), hazards), label=f"seed_{seed}")
+             for seed in seeds]
+    cache = ResultCache(keep / TASKS_FOLDER) if keep is not None else None
+    return run_tasks(tasks, engine, cache, (lambda i, task, result, cached: progress(result)) if progress else None)
