@@ -208,7 +208,7 @@ def _run_on_dask(todo: list[Task], engine: Engine, arrived: Callable[[str, Any],
     from distributed.scheduler import KilledWorker
 
     gpu = any(t.gpu for t in todo)
-    with _client(engine, gpu) as client:
+    with _Connection(engine, gpu) as client:
         futures = {client.submit(task.function, *task.args, key=_dask_key(task), pure=False,
                                  resources={"GPU": 1} if task.gpu else None): task for task in todo}
         for future in as_completed(list(futures)):
@@ -218,11 +218,11 @@ def _run_on_dask(todo: list[Task], engine: Engine, arrived: Callable[[str, Any],
                 future.release()  # the worker may drop it: a worker lost later is not asked for it again
             except KilledWorker as err:
                 raise SiriusError(f"error: {task.label or task.key}: the task stopped every worker that ran it "
-                                  f"({err}); the results that arrived before are cached", exit_code=3) from None
+                                  f"({err}); the results that arrived before it are kept where a cache is given", exit_code=3) from None
             arrived(task.key, value)
 
 
-class _client:
+class _Connection:
     """A Dask client: connected to ``engine.scheduler``, or over a local cluster it starts and stops."""
 
     def __init__(self, engine: Engine, gpu: bool):
