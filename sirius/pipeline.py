@@ -42,8 +42,8 @@ from sirius.fusion.read_once import read_shared_inputs_once
 from sirius.fusion.redundant_barriers import eliminate_redundant_barriers
 from sirius.fusion.region_paths import regions_of
 from sirius.fusion.policies import FusionPolicy, Greedy, policy_name
-from sirius.fusion.schedule import (Refusal, RefusalKind, Schedule, build_schedule, split_group,
-                                    wavefront_declined, waves_declined)
+from sirius.fusion.schedule import Refusal, RefusalKind, Schedule
+from sirius.fusion.scheduler import build_schedule, split_group, wavefront_declined, waves_declined
 from sirius.fusion.shared_overlay import overlay_shared_memory
 from sirius.fusion.verify_ir import ir_violations
 from sirius.fusion.wavefront import Wavefront, plan_wavefront
@@ -179,7 +179,7 @@ def _uar(st: OptimizeState) -> None:
 
 
 def _schedule(st: OptimizeState) -> None:
-    st.schedule = build_schedule(st.model, st.uar, st.source, st.arrangement, st.policy)
+    st.schedule = build_schedule(st.model, st.uar, st.arrangement, st.policy)
     for fact in st.late(LateScope.GROUP):
         for group in [g for g in st.schedule.groups if len(g.launches) > 1 and fact.concerns(g.launches)]:
             split_group(st.schedule, group, fact.reason)

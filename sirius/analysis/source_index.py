@@ -17,6 +17,7 @@ import re
 import clang.cindex as ci
 
 from sirius.analysis.frontend import CompileJob
+from sirius.analysis.statement_flow import Flow, statement_flow
 
 
 @dataclass(frozen=True)
@@ -74,10 +75,21 @@ class LaunchSite:
     statement: bool = False  # the launch is a whole statement directly inside braces
     macro: str | None = None  # the macro whose expansion wrote the launch (its source text has no ``<<<``)
     callee: str = ""  # the kernel as the launch names it, template arguments included: scale<float, 3>
+    block: int | None = None  # with ``statement``: the braces it stands in, an index of SourceIndex.host_blocks
+    position: int = 0  # with ``statement``: its place among the statements of those braces
 
     @property
     def text(self) -> str:
         return f"{self.kernel}<<<{', '.join(self.config)}>>>({', '.join(self.args)})"
+
+
+@dataclass(frozen=True)
+class HostBlock:
+    """Braces of a host function that hold a launch statement: how control leaves each of
+    the statements directly inside them, in order (``analysis.statement_flow``)."""
+
+    range: SourceRange
+    flows: tuple[Flow, ...]
 
 
 @dataclass(frozen=True)
@@ -117,6 +129,7 @@ class SourceIndex:
     main_file: str = ""
     kernels: dict[str, KernelDecl] = field(default_factory=dict)  # by stub mangled name
     launches: list[LaunchSite] = field(default_factory=list)
+    host_blocks: list[HostBlock] = field(default_factory=list)  # the braces launch statements stand in
     allocations: list[AllocSite] = field(default_factory=list)
     functions_with_launches: set[str] = field(default_factory=set)
     # a header's kernels are visible in the main file after this byte offset (the end of
@@ -376,6 +389,12 @@ def _namespaces(cursor) -> tuple[str, ...]:
     return tuple(reversed(out))
 
 
+def _is_program_entry(function) -> bool:
+    """``function`` is the program's ``main``, in whose body ``return`` ends the program."""
+    return function.kind == ci.CursorKind.FUNCTION_DECL and function.spelling == "main" and \
+        function.semantic_parent.kind in (ci.CursorKind.TRANSLATION_UNIT, ci.CursorKind.LINKAGE_SPEC)
+
+
 def _is_kernel(c) -> bool:
     return any(ch.kind == ci.CursorKind.CUDAGLOBAL_ATTR for ch in c.get_children())
 
@@ -573,9 +592,10 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
 
     changing_macros = _changing_macros(tu) if bodies else frozenset()
 
-    def visit(cursor, function: str | None) -> None:
+    def visit(cursor, function: str | None, returns_leave_program: bool = False) -> None:
         in_braces = cursor.kind == ci.CursorKind.COMPOUND_STMT
-        for c in cursor.get_children():
+        block: int | None = None  # where out.host_blocks holds ``cursor``'s statements, once a launch is among them
+        for position, c in enumerate(cursor.get_children()):
             if c.location.file is None or c.location.is_in_system_header:
                 continue
             kind = c.kind
@@ -591,7 +611,7 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
                     out.device_function_ranges.append(_range(c))
                 if c.is_definition():
                     out.function_ranges.setdefault(c.spelling, _range(c))
-                visit(c, c.spelling)
+                visit(c, c.spelling, _is_program_entry(c))
                 continue
             if kind == ci.CursorKind.FOR_STMT and function is not None:
                 iterator = _loop_iterator(c)
@@ -609,8 +629,13 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
                     written = _text(source, c)
                     macro = None if "<<<" in written else written.split("(", 1)[0].strip()
                     callee = written.split("<<<", 1)[0].strip() if macro is None else (c.spelling or "")
+                    if in_braces and block is None:
+                        block = len(out.host_blocks)
+                        out.host_blocks.append(HostBlock(_range(cursor), tuple(
+                            statement_flow(s, returns_leave_program) for s in cursor.get_children())))
                     out.launches.append(LaunchSite(c.spelling or _text(source, children[0]), function,
-                                                   config, args, _range(c), in_braces, macro, callee))
+                                                   config, args, _range(c), in_braces, macro, callee, block,
+                                                   position))
                     out.functions_with_launches.add(function)
                     target = c.referenced
                     if target is not None and target.get_num_template_arguments() >= 0 and target.mangled_name:
@@ -620,7 +645,7 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
                     var = _allocated_variable(source, args[0]) if args else None
                     size = _text(source, args[1]) if len(args) > 1 else ""
                     out.allocations.append(AllocSite(c.spelling, var, c.location.line, size))
-            visit(c, function)
+            visit(c, function, returns_leave_program and kind != ci.CursorKind.LAMBDA_EXPR)
 
     visit(tu.cursor, None)
     if bodies:

@@ -47,8 +47,9 @@ from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.analysis.repetition import LAYER, Repetition, byte_footprint
 from sirius.fusion.cooperative import cooperative_threads, phases_problem
 from sirius.fusion.kernel_ir import Barrier
+from sirius.fusion.fragments import fragment_problem
 from sirius.fusion.privatisation import ScratchPlan, plan_scratch
-from sirius.fusion.schedule import FusionGroup, Lane, Refusal, RefusalKind, Schedule, fragment_problem
+from sirius.fusion.schedule import FusionGroup, Lane, Refusal, RefusalKind, Schedule
 from sirius.fusion.wavefront import permutable_band, wave_loop
 
 

@@ -50,8 +50,9 @@ from dataclasses import dataclass
 from sirius.analysis.program_model import ProgramModel
 from sirius.core.target import WARP_SIZE, target_for
 from sirius.fusion.fragment_text import BARRIER_CALL
-from sirius.fusion.schedule import (FusionGroup, Refusal, Schedule, helper_reason, index_helpers,
-                                     shared_limit_problem)
+from sirius.fusion.fragments import helper_reason, index_helpers
+from sirius.fusion.schedule import FusionGroup, Refusal, Schedule
+from sirius.fusion.shared_limits import shared_limit_problem
 
 
 @dataclass(frozen=True)

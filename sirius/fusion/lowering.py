@@ -17,7 +17,8 @@ from sirius.fusion.kernel_ir import (CellWavesLaunch, CooperativeLaunch, Fragmen
                                      FusedProgram, HostRegion, Issue, KernelIR, KernelRole, Lane, Param, Reindexing,
                                      SharedArray, WavefrontLaunch)
 from sirius.fusion.promises import fused_param_name
-from sirius.fusion.schedule import FusionGroup, Schedule, static_shared_bytes
+from sirius.fusion.schedule import FusionGroup, Schedule
+from sirius.fusion.shared_limits import static_shared_bytes
 
 
 def _params(inst: LaunchInstance, decl) -> tuple[Param, ...]:

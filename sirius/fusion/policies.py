@@ -1,8 +1,8 @@
 """Fusion policies: which of the merges the legality checks proved are made.
 
-The scheduler (``fusion.schedule``) decides what *may* be fused; a policy decides
-what *is* fused. The scheduler proposes one merge at a time, and only a merge
-every legality check has already passed (same shapes or a proven re-indexing,
+The legality checks (``fusion.regions``, ``fusion.merge_legality``) decide what *may* be
+fused; a policy decides what *is* fused. The scheduler (``fusion.scheduler``) proposes one
+merge at a time, and only a merge every legality check has already passed (same shapes or a proven re-indexing,
 thread- or block-level dependences, no dependence path through a launch left
 out, resources that fit, ...): a policy cannot make an illegal fusion, it can
 only decline a legal one. A declined merge is recorded as a refusal of kind

@@ -26,7 +26,8 @@ import islpy as isl
 from sirius.analysis.program_model import ProgramModel
 from sirius.analysis.source_index import ForLoop
 from sirius.analysis.uar import UAR
-from sirius.fusion.schedule import FusionGroup, Refusal, Region, helper_reason, index_helpers
+from sirius.fusion.fragments import helper_reason, index_helpers
+from sirius.fusion.schedule import FusionGroup, Refusal, Region
 
 
 @dataclass(frozen=True)

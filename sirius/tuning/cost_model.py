@@ -34,7 +34,7 @@ from sirius.analysis.kernel_model import BLOCK_SYMBOLS, THREAD_SYMBOLS
 from sirius.analysis.program_model import host_domain, statement_runs
 from sirius.core.target import H100, Target
 from sirius.fusion.kernel_ir import CellWavesLaunch
-from sirius.fusion.schedule import block_shared_bytes
+from sirius.fusion.shared_limits import block_shared_bytes
 
 UNBOUNDED_TRIPS = 8  # trips assumed for a kernel loop the analysis cannot bound (a tree reduction's log2)
 

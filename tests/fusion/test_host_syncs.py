@@ -1,4 +1,4 @@
-"""Host synchronizations between launches (sirius/analysis/host_observation.py, sirius/fusion/schedule.py):
+"""Host synchronizations between launches (sirius/analysis/host_observation.py, sirius/fusion/regions.py):
 one the host cannot observe device work through does not keep launches apart; one it can
 (managed memory, host memory a kernel writes, a kernel that prints), and a read of device
 data back to the host, do, and say why."""

@@ -1,0 +1,139 @@
+"""How control leaves a statement of a host block, read from clang's AST.
+
+Two launches may join one fusion region only when control runs from the first to the
+second through the statements between them, or leaves the program on the way (then no
+later statement sees what the first launch did). For one statement of a compound
+statement this module proves one of:
+
+- ``Flow.NEXT``: control always goes on to the next statement. A declaration, an
+  expression or an empty statement holding no statement (no lambda body, no statement
+  expression), no ``throw`` and no call that leaves the program; or braces, or a
+  ``do ... while (0)``, around such statements.
+- ``Flow.NEXT_OR_EXIT``: control goes on to the next statement or leaves the program: an
+  error check, an ``if`` without ``else``, init-statement or condition variable whose
+  branch holds such statements and ends by leaving the program (a call to the C library's
+  ``exit``, ``_Exit``, ``quick_exit`` or ``abort``, or ``return`` in ``main``); or braces,
+  or a ``do ... while (0)`` (the usual ``CHECK(call)`` macro), around error checks and
+  statements of the kind above.
+- ``Flow.OTHER``: anything else, or not proven: a branch with ``else``, a loop, a
+  ``switch``, a jump (``return``, ``break``, ``continue``, ``goto``), a label, ``try``,
+  ``asm``, a statement libclang does not expose, a lone call that leaves the program.
+
+The facts are clang's reading of the program: a comment, a string literal or a macro is
+what the compiler makes of it, not text that looks like a keyword.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from enum import Enum
+
+import clang.cindex as ci
+
+_K = ci.CursorKind
+
+# functions of the C library after whose call no statement of the program runs
+LEAVING_FUNCTIONS = frozenset({"exit", "_Exit", "quick_exit", "abort"})
+
+
+class Flow(Enum):
+    """Where control goes after one statement of a host block."""
+
+    NEXT = "next"
+    NEXT_OR_EXIT = "next-or-exit"
+    OTHER = "other"
+
+
+def statement_flow(stmt: ci.Cursor, returns_leave_program: bool) -> Flow:
+    """How control leaves ``stmt``, a statement of a compound statement;
+    ``returns_leave_program``: the statement is in ``main``'s body, where ``return``
+    ends the program."""
+    kind = stmt.kind
+    if kind == _K.IF_STMT:
+        return Flow.NEXT_OR_EXIT if _error_check(stmt, returns_leave_program) else Flow.OTHER
+    if kind == _K.DO_STMT:  # do body while (0): the body, once
+        parts = list(stmt.get_children())
+        once = len(parts) == 2 and _constant(parts[1]) == 0
+        return statement_flow(parts[0], returns_leave_program) if once else Flow.OTHER
+    if kind == _K.COMPOUND_STMT:
+        flows = {statement_flow(s, returns_leave_program) for s in stmt.get_children()}
+        return Flow.OTHER if Flow.OTHER in flows else Flow.NEXT_OR_EXIT if Flow.NEXT_OR_EXIT in flows else Flow.NEXT
+    return Flow.NEXT if _plain(stmt) else Flow.OTHER
+
+
+def _error_check(stmt: ci.Cursor, returns_leave_program: bool) -> bool:
+    """``stmt`` (an ``if``) is ``if (condition) { ...; exit(1); }``: no ``else``, no
+    init-statement or condition variable, a plain condition, and a branch of statements
+    that pass control on and whose last leaves the program."""
+    # libclang lists a condition variable and an init-statement, if any, then the condition,
+    # the branch and the else branch, if any: two parts are a condition and a branch
+    parts = list(stmt.get_children())
+    if len(parts) != 2 or not parts[0].kind.is_expression() or not _plain(parts[0]):
+        return False
+    branch = parts[1]
+    body = list(branch.get_children()) if branch.kind == _K.COMPOUND_STMT else [branch]
+    return bool(body) and _leaves_program(body[-1], returns_leave_program) and \
+        all(statement_flow(s, returns_leave_program) is not Flow.OTHER for s in body[:-1])
+
+
+def _leaves_program(stmt: ci.Cursor, returns_leave_program: bool) -> bool:
+    """``stmt`` is a call of a function that leaves the program, or ``return`` in
+    ``main``, with nothing that jumps inside its operands."""
+    if stmt.kind == _K.RETURN_STMT:
+        return returns_leave_program and all(_plain(operand) for operand in stmt.get_children())
+    return _leaving_call(stmt) and not _holds_control(stmt)
+
+
+def _leaving_call(node: ci.Cursor) -> bool:
+    """A call of ``exit``, ``_Exit``, ``quick_exit`` or ``abort`` as the C library declares them."""
+    if node.kind != _K.CALL_EXPR:
+        return False
+    callee = node.referenced
+    return callee is not None and callee.kind == _K.FUNCTION_DECL and callee.spelling in LEAVING_FUNCTIONS \
+        and callee.location.is_in_system_header
+
+
+def _plain(node: ci.Cursor) -> bool:
+    """A declaration, an expression or an empty statement after which control goes on."""
+    if node.kind not in (_K.DECL_STMT, _K.NULL_STMT) and not node.kind.is_expression():
+        return False
+    return not _leaving_call(node) and node.kind != _K.CXX_THROW_EXPR and not _holds_control(node)
+
+
+def _holds_control(node: ci.Cursor) -> bool:
+    """Something under ``node`` may send control elsewhere: a statement (a lambda's body,
+    a statement expression, a local class's methods), a ``throw``, a call that leaves the
+    program."""
+    return any(d.kind.is_statement() or d.kind == _K.CXX_THROW_EXPR or _leaving_call(d)
+               for child in node.get_children() for d in child.walk_preorder())
+
+
+def _constant(expression: ci.Cursor) -> int | None:
+    """The integer value clang folds ``expression`` to (None when it is not an integer constant)."""
+    lib = _libclang_evaluation()
+    result = lib.clang_Cursor_Evaluate(expression)
+    if not result:
+        return None
+    try:
+        return lib.clang_EvalResult_getAsLongLong(result) if lib.clang_EvalResult_getKind(result) == _EVAL_INT \
+            else None
+    finally:
+        lib.clang_EvalResult_dispose(result)
+
+
+_EVAL_INT = 1  # CXEval_Int
+
+
+@functools.cache
+def _libclang_evaluation():
+    """libclang with ``clang_Cursor_Evaluate`` and its result declared (the Python bindings
+    leave them undeclared)."""
+    lib = ci.conf.lib
+    for name, argtypes, restype in (("clang_Cursor_Evaluate", [ci.Cursor], ctypes.c_void_p),
+                                    ("clang_EvalResult_getKind", [ctypes.c_void_p], ctypes.c_int),
+                                    ("clang_EvalResult_getAsLongLong", [ctypes.c_void_p], ctypes.c_longlong),
+                                    ("clang_EvalResult_dispose", [ctypes.c_void_p], None)):
+        function = getattr(lib, name)
+        function.argtypes, function.restype = argtypes, restype
+    return lib

@@ -1,0 +1,84 @@
+"""Whether a launch can be a fragment of a fused kernel at all, and why not.
+
+A fragment is a launch's kernel written again as a part of a fused kernel. That needs a
+``<<<>>>`` launch found in the source, written as a statement of its own inside braces
+and not through a macro, with all of its arguments written out; a kernel whose
+definition can be written again and is visible there, using nothing the kernel model
+does not support and no device ``printf``; the default stream and a constant dynamic
+shared memory size. A kernel whose ``__device__`` helpers read the built-in indices
+(``index_helpers``) may be a fragment, but only one that keeps its own blocks and
+threads.
+"""
+
+from __future__ import annotations
+
+from sirius.analysis.program_model import LaunchInstance, ProgramModel
+from sirius.fusion.schedule import Problem, RefusalKind
+
+
+def fragment_problem(model: ProgramModel, inst: LaunchInstance) -> Problem | None:
+    """Why this launch cannot become a fragment of a fused kernel, if it cannot."""
+    why = _not_a_fragment(model, inst)
+    return None if why is None else Problem(RefusalKind.NOT_A_FRAGMENT, why)
+
+
+def _not_a_fragment(model: ProgramModel, inst: LaunchInstance) -> str | None:
+    k, site, stmt = inst.kernel, inst.site, inst.statement
+    if site is None and stmt.call is not None:
+        return (f"launched by {stmt.call} with an argument array, not <<<>>>: only <<<>>> launches are "
+                "rewritten into fused kernels")
+    if site is None and inst.unplaced:
+        return f"its launch expression cannot be rewritten: {inst.unplaced}"
+    if site is None and model.source.renumbered:
+        return (f"launch expression not found at line {stmt.line} of the file: the program's #line directives "
+                "renumber its lines, and clang reports the numbers they give")
+    if site is None:
+        return "launch expression not found in the source" + (
+            f" (it is in {stmt.inlined_from}, which the compiler inlined at line {stmt.line})"
+            if stmt.inlined_from else "")
+    if any(a.rstrip().endswith("...") for a in site.args):
+        return "an argument is a parameter pack expansion"
+    written = [a for a in site.args if a.strip()]  # libclang lists default arguments with no text
+    if len(written) < len(k.params):
+        return (f"the launch writes {len(written)} of the kernel's {len(k.params)} arguments (the others are "
+                "default arguments of its declaration)")
+    decl = model.kernel_decls.get(k.mangled)
+    if decl is None:
+        return "the kernel's definition is not in the program's source or a header of its own"
+    if decl.unwritable is not None:
+        return f"the kernel cannot be written as a fragment: {decl.unwritable}"
+    if model.source.visible_from(decl) is None:
+        return f"the kernel is defined in {decl.range.file}, whose #include was not found in the program"
+    if site.macro is not None:
+        return (f"launch is written through the macro {site.macro}; its expansion cannot be rewritten "
+                "in the source")
+    if not site.statement:
+        return "launch is not a statement of its own inside braces"
+    if k.unsupported:
+        return "kernel uses " + "; ".join(k.unsupported)
+    if k.prints:  # a kernel's output follows the previous kernel's; fused, threads would interleave them
+        return (f"kernel prints (device printf at line {k.prints[0]}): fused, its lines could interleave with "
+                "those of the launches around it")
+    if stmt.stream != "default":
+        return "launch on a non-default stream"
+    if stmt.shmem is None or stmt.shmem.constant_value() is None:
+        return "dynamic shared memory size is not a constant"
+    return None
+
+
+def index_helpers(model: ProgramModel, inst: LaunchInstance) -> tuple[str, ...]:
+    """``__device__`` functions the launch's kernel calls (transitively) that read
+    ``blockIdx``, ``threadIdx``, ``blockDim`` or ``gridDim``: inside a fused kernel they
+    read the fused kernel's indices, not the fragment's remapped ones."""
+    decl = model.kernel_decls.get(inst.kernel.mangled)
+    return decl.callees_read_indices if decl is not None else ()
+
+
+def helper_reason(model: ProgramModel, inst: LaunchInstance) -> str:
+    return (f"{inst.kernel.name} calls {', '.join(index_helpers(model, inst))}, which reads the built-in "
+            "block and thread indices; a fragment placed in other blocks or threads would see the fused "
+            "kernel's indices there")
+
+
+def helper_problem(model: ProgramModel, inst: LaunchInstance) -> Problem:
+    return Problem(RefusalKind.INDEX_HELPERS, helper_reason(model, inst))

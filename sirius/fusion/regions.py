@@ -1,0 +1,119 @@
+"""Regions: runs of launches in host code that may be fused, and what ends a region.
+
+A region is a run of launch statements in one host loop body of one host function with
+nothing but straight-line host code between them: no other CUDA runtime call but
+synchronizations the host observes nothing through (``analysis.host_observation``), no
+statement of the host model at all, and no control flow. Inside a region launches may
+be reordered as long as every same-iteration dependence keeps its direction
+(``fusion.scheduler``); where a region ends, the two launches on either side are kept
+apart with the reason.
+
+Control flow is read from clang's AST (``analysis.statement_flow``): two launches are in
+straight-line code when they are statements of the same braces, the first before the
+second, and every statement between them passes control on to the next one or leaves
+the program (an error check). Whatever the AST does not prove so ends the region.
+"""
+
+from __future__ import annotations
+
+from sirius.analysis.host_model import HostStatement
+from sirius.analysis.host_observation import WAITING_SYNCS, Observer, observes_nothing, sync_observers
+from sirius.analysis.program_model import ProgramModel
+from sirius.analysis.source_index import LaunchSite, SourceIndex
+from sirius.analysis.statement_flow import Flow
+from sirius.fusion.fragments import fragment_problem
+from sirius.fusion.schedule import Problem, Refusal, RefusalKind, Region
+
+
+def find_regions(model: ProgramModel) -> tuple[list[Region], list[Refusal]]:
+    """Runs of launches that may be fused, and why each pair of launches that follow
+    one another is kept apart where a region ends between them: a host statement
+    (copy, memset, synchronization the host may observe device work through, a call
+    the model does not see into, ...), a different host loop nest or host function,
+    or control flow in the source (see ``_straight_between``). A synchronization that observes nothing
+    (``analysis.host_observation``) stays where it is and does not end a region."""
+    stmts = model.host.statements
+    inst = model.instances()
+    observers = sync_observers(model)
+    regions: list[Region] = []
+    refusals: list[Refusal] = []
+    current: list[int] = []
+    crossed: list[int] = []  # waiting synchronizations inside the current region
+    previous: int | None = None  # the last launch statement seen
+    between: list[HostStatement] = []  # the statements since that launch
+    waits: list[int] = []  # the waiting synchronizations since that launch
+
+    def close():
+        if current:
+            regions.append(Region(len(regions), tuple(current), stmts[current[0]].loops, tuple(crossed)))
+        current.clear()
+        crossed.clear()
+
+    for s in stmts:
+        if observes_nothing(s, observers):
+            waits.append(s.index)
+            continue
+        if s.kind != "launch" or s.index not in inst:
+            close()
+            between.append(s)
+            continue
+        problem = fragment_problem(model, inst[s.index])
+        separator = _separator(model.source, stmts, inst, previous, s, between, observers)
+        if separator is not None:
+            refusals.append(Refusal.of((previous, s.index), separator))
+        if current and separator is None and problem is None:
+            crossed.extend(waits)
+        previous, between, waits = s.index, [], []
+        if problem is not None:
+            close()
+            refusals.append(Refusal.of((s.index,), problem))
+            continue
+        if separator is not None:
+            close()
+        current.append(s.index)
+    close()
+    return regions, refusals
+
+
+def _separator(index: SourceIndex, stmts, inst, previous: int | None, launch: HostStatement,
+               between: list[HostStatement], observers: list[Observer]) -> Problem | None:
+    """Why ``launch`` cannot join the region of the launch before it (None: it can)."""
+    if previous is None:
+        return None
+    if between:
+        shown = "; ".join(s.describe() for s in between[:3]) + ("; ..." if len(between) > 3 else "")
+        if observers and any(s.kind == "sync" and s.detail in WAITING_SYNCS for s in between):
+            shown += f" (the host may observe device work there: {observers[0].describe()})"
+        return Problem(RefusalKind.HOST_STATEMENT, f"host statements between the launches order them: {shown}")
+    a, b = inst[previous], inst[launch.index]
+    if a.site is None or b.site is None:
+        unplaced = a if a.site is None else b
+        stmt = unplaced.statement
+        if stmt.call is not None:  # the program's own cudaLaunchKernel: no <<<>>> to rewrite
+            where, why = "", f"it is a {stmt.call} call, not <<<>>>"
+        elif unplaced.unplaced:
+            where, why = "", unplaced.unplaced
+        else:
+            where = f" in {stmt.inlined_from}" if stmt.inlined_from else ""
+            why = "its launch expression is not in the source"
+        return Problem(RefusalKind.UNREWRITABLE_LAUNCH,
+                       f"the launch of {unplaced.kernel.name}{where} at line {stmt.line} cannot be rewritten ({why})")
+    if stmts[previous].loops != launch.loops:
+        return Problem(RefusalKind.LOOP_NEST, "they are in different host loop nests")
+    if a.site.function != b.site.function:
+        return Problem(RefusalKind.HOST_FUNCTION,
+                       f"they are in different host functions ({a.site.function}, {b.site.function})")
+    if not _straight_between(index, a.site, b.site):
+        return Problem(RefusalKind.CONTROL_FLOW, "control flow between them in the source")
+    return None
+
+
+def _straight_between(index: SourceIndex, a: LaunchSite, b: LaunchSite) -> bool:
+    """Control runs from launch ``a`` to launch ``b`` through nothing but statements that
+    pass it on, or leave the program on the way (an error check: on that path no later
+    statement observes what ``a`` did, so deferring it to a fused launch is invisible).
+    Both must be statements of the same braces, ``a`` first."""
+    if a.block is None or a.block != b.block or a.position >= b.position:
+        return False
+    between = index.host_blocks[a.block].flows[a.position + 1:b.position]
+    return all(flow is not Flow.OTHER for flow in between)
