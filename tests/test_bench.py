@@ -22,7 +22,7 @@ from sirius.backend import gpu
 from sirius.commands import bench
 from sirius.core.errors import SiriusError
 from sirius.tuning import gpu_bench
-from sirius.tuning.gpu_bench import (BenchOptions, BenchProgram, BenchResult, MachineFacts, Timing, Verdict,
+from sirius.tuning.gpu_bench import (BenchOptions, BenchProgram, BenchResult, MachineFacts, ProgramTiming, Verdict,
                                      build_row, judge_dumps, render_table, result_json, write_plot)
 from sirius.tuning.torch_baselines import TorchRow
 
@@ -162,8 +162,8 @@ def program(name: str, compulsory: int | None = 4_000_000) -> BenchProgram:
 
 
 EQUAL = Verdict(True, "1 buffer bit-exact", 0.0)
-ORIGINAL = Timing(direct_us=90.0, graph_us=60.0, launches=9)
-OPTIMIZED = Timing(direct_us=30.0, graph_us=25.0, launches=1)
+ORIGINAL = ProgramTiming(direct_us=90.0, graph_us=60.0, launches=9)
+OPTIMIZED = ProgramTiming(direct_us=30.0, graph_us=25.0, launches=1)
 
 
 def test_speedups_are_baseline_over_optimized_and_the_honest_one_is_against_the_original_graph():
@@ -187,7 +187,7 @@ def test_a_wrong_row_claims_no_speedup_and_no_fraction_of_the_floor():
 
 
 def test_an_incomplete_timing_or_a_failure_claims_no_speedup():
-    partial = Timing(30.0, 25.0, 1, incomplete="1 launch sequence(s) not replayed, e.g. kernel k: printf")
+    partial = ProgramTiming(30.0, 25.0, 1, incomplete="1 launch sequence(s) not replayed, e.g. kernel k: printf")
     assert build_row(program("a"), ORIGINAL, partial, EQUAL, 4000.0).speedup_direct is None
     failed = build_row(program("b"), None, None, None, 4000.0, error="nvcc cannot build b.opt.cu")
     assert failed.result == "ERROR" and failed.speedup_direct is None
@@ -439,7 +439,7 @@ def test_results_that_differ_only_by_contraction_are_judged_again_with_fmad_fals
         manifest = gpu_bench.Manifest(folder, "sm_90", "c++17", None, (program,))
         built = gpu_bench.build_all([program], manifest, str(nvcc), folder, jobs=1)
         verdict = gpu_bench._judge(program, built, BenchOptions(), str(nvcc), manifest, folder)
-        results[case] = gpu_bench.build_row(program, Timing(10.0, 5.0), Timing(5.0, 2.5), verdict, None)
+        results[case] = gpu_bench.build_row(program, ProgramTiming(10.0, 5.0), ProgramTiming(5.0, 2.5), verdict, None)
     fma, wrong = results["CONTRACTS"], results["DIFFERS"]
     assert fma.result == "FMA" and "bit-exact with -fmad=false" in fma.verdict.detail and fma.speedup_graph == 2.0
     assert wrong.result == "WRONG" and wrong.speedup_graph is None

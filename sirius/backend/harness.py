@@ -54,7 +54,7 @@ class DeviceInfo:
 
 
 @dataclass(frozen=True)
-class Timing:
+class ReplayTiming:
     """One replay mode of one segment, in microseconds per pass over the segment."""
 
     median: float
@@ -73,8 +73,8 @@ class SegmentTiming:
     kernels: tuple[tuple[str, int], ...]  # (kernel name, launches), in first-launch order
     replayed: bool
     reason: str | None  # why not replayed, or which mode failed
-    direct: Timing | None  # launched one by one
-    graph: Timing | None  # launched as one CUDA graph
+    direct: ReplayTiming | None  # launched one by one
+    graph: ReplayTiming | None  # launched as one CUDA graph
 
 
 @dataclass(frozen=True)
@@ -205,7 +205,7 @@ def _count(obj: dict, key: str, where: str) -> int:
     return value
 
 
-def _timing(obj: dict, key: str, reps: int, where: str) -> Timing | None:
+def _timing(obj: dict, key: str, reps: int, where: str) -> ReplayTiming | None:
     value = _field(obj, key, (dict, type(None)), where)
     if value is None:
         return None
@@ -217,7 +217,7 @@ def _timing(obj: dict, key: str, reps: int, where: str) -> Timing | None:
                              f"got {sample!r}")
     if len(samples) != reps:
         raise _Malformed(f"{where}.samples: {len(samples)} samples, but reps is {reps}")
-    return Timing(_number(value, "median", where), _number(value, "min", where),
+    return ReplayTiming(_number(value, "median", where), _number(value, "min", where),
                   tuple(float(s) for s in samples))
 
 

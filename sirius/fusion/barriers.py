@@ -1,4 +1,4 @@
-"""Barrier placement: the ``__syncthreads()`` a fused kernel's lanes need, and why.
+"""LaneBarrier placement: the ``__syncthreads()`` a fused kernel's lanes need, and why.
 
 Within a lane the fragments run one after another in every thread of a block.
 A thread may start a fragment while other threads of its block are still in
@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 
 from sirius.analysis.uar import UAR
-from sirius.fusion.kernel_ir import Barrier, Fragment, KernelIR, Lane, Ordering
+from sirius.fusion.kernel_ir import LaneBarrier, Fragment, KernelIR, Lane, Ordering
 
 
 def _lane_with_barriers(lane: Lane, uar: UAR) -> Lane:
@@ -40,7 +40,7 @@ def _lane_with_barriers(lane: Lane, uar: UAR) -> Lane:
         orders += [Ordering("shared array reuse", since_barrier[a], frag.launch, a)
                    for a in frag.shared if a in since_barrier]
         if orders:
-            body.append(Barrier(tuple(dict.fromkeys(orders))))
+            body.append(LaneBarrier(tuple(dict.fromkeys(orders))))
             since_barrier.clear()
         since_barrier.update({a: frag.launch for a in frag.shared})
         body.append(frag)

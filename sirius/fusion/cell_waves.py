@@ -46,10 +46,10 @@ import islpy as isl
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.analysis.repetition import LAYER, Repetition, byte_footprint
 from sirius.fusion.cooperative import cooperative_threads, phases_problem
-from sirius.fusion.kernel_ir import Barrier
+from sirius.fusion.kernel_ir import LaneBarrier
 from sirius.fusion.fragments import fragment_problem
 from sirius.fusion.privatisation import ScratchPlan, plan_scratch
-from sirius.fusion.schedule import FusionGroup, Lane, Refusal, RefusalKind, Schedule
+from sirius.fusion.schedule import FusionGroup, GroupLane, Refusal, RefusalKind, Schedule
 from sirius.fusion.wavefront import permutable_band, wave_loop
 
 
@@ -104,21 +104,21 @@ def _cell_groups(schedule: Schedule, rep: Repetition) -> list[FusionGroup]:
         if set(g.launches) <= set(own):
             out.append(g)
             continue
-        pieces: list[tuple[Lane, ...]] = []
+        pieces: list[tuple[GroupLane, ...]] = []
         for lane in g.lanes:
             keep = [n for n, i in enumerate(lane.launches) if i in own]
             if not keep:
                 continue
             reindexed = lane.reindex and any(lane.reindex[n] is not None for n in keep)
             if keep[0] == 0 or not reindexed:
-                pieces.append((Lane(tuple(lane.launches[n] for n in keep),
+                pieces.append((GroupLane(tuple(lane.launches[n] for n in keep),
                                     tuple(lane.reindex[n] for n in keep) if keep[0] == 0 and lane.reindex else (),
                                     tuple(lane.reindex_barrier[n] for n in keep)
                                     if keep[0] == 0 and lane.reindex_barrier else ()),))
             else:
-                pieces += [(Lane((lane.launches[n],)),) for n in keep]
+                pieces += [(GroupLane((lane.launches[n],)),) for n in keep]
         if len(g.lanes) > 1:  # side by side: each piece alone (a lane's blocks were placed among the others')
-            pieces = [(Lane((i,)),) for piece in pieces for lane in piece for i in lane.launches]
+            pieces = [(GroupLane((i,)),) for piece in pieces for lane in piece for i in lane.launches]
         for lanes in pieces:
             out.append(FusionGroup(next_id, g.region, lanes, g.step))
             next_id += 1
@@ -260,7 +260,7 @@ def narrowest_block(model: ProgramModel, plan: CellWaves, phases: list) -> CellW
         return [insts[f.launch].kernel for f in lane.fragments]
 
     def synchronizes(lane) -> bool:
-        return any(isinstance(step, Barrier) for step in lane.body) or any(m.barriers for m in kernels(lane))
+        return any(isinstance(step, LaneBarrier) for step in lane.body) or any(m.barriers for m in kernels(lane))
 
     def talks(lane) -> bool:
         return synchronizes(lane) or any(m.shared or m.warp_ops for m in kernels(lane))

@@ -23,7 +23,7 @@ import dataclasses
 
 from sirius.analysis.uar import UAR
 from sirius.fusion.barriers import place_barriers
-from sirius.fusion.kernel_ir import Barrier, Fragment, KernelIR, Lane
+from sirius.fusion.kernel_ir import LaneBarrier, Fragment, KernelIR, Lane
 from sirius.fusion.redundant_barriers import without_covered_barriers
 
 
@@ -88,7 +88,7 @@ def interleave_fragments(kernels: list[KernelIR], uar: UAR) -> tuple[list[Kernel
                                                        for b, lane in zip(bare, k.lanes)))
         (placed,) = place_barriers([candidate], uar)
         placed = dataclasses.replace(placed, lanes=tuple(
-            without_covered_barriers(lane, {n for n, s in enumerate(lane.body) if isinstance(s, Barrier)})[0]
+            without_covered_barriers(lane, {n for n, s in enumerate(lane.body) if isinstance(s, LaneBarrier)})[0]
             for lane in placed.lanes))
         if placed.barriers < k.barriers:
             out.append(placed)

@@ -24,7 +24,7 @@ import dataclasses
 import re
 
 from sirius.analysis.program_model import ProgramModel
-from sirius.fusion.kernel_ir import KernelIR, Param, argument_of, each_kernel
+from sirius.fusion.kernel_ir import KernelIR, FusedParam, argument_of, each_kernel
 
 
 _INTEGER = re.compile(r"(?:(?:un)?signed\s+)?(?:char|short|int|long|long\s+long|long\s+int|short\s+int|"
@@ -38,8 +38,8 @@ def _integer(ctype: str) -> bool:
 
 def _fold(k: KernelIR, model: ProgramModel) -> tuple[KernelIR, list[str]]:
     insts = model.instances()
-    params: list[Param] = []
-    bases: dict[str, tuple[Param, object]] = {}  # allocation -> (the parameter others derive from, its offset)
+    params: list[FusedParam] = []
+    bases: dict[str, tuple[FusedParam, object]] = {}  # allocation -> (the parameter others derive from, its offset)
     counts = {"integer arguments constant": 0, "pointers an offset from another": 0}
     for p in k.params:
         arg = argument_of(p, insts)

@@ -34,12 +34,12 @@ import re
 
 from sirius.analysis.program_model import ProgramModel
 from sirius.core.errors import InputError
-from sirius.fusion.kernel_ir import (Barrier, CellWavesLaunch, CooperativeLaunch, Dim3, Fragment, FusedProgram,
-                                     KernelIR, KernelRole, Lane, Ordering, Param, SharedArray,
+from sirius.fusion.kernel_ir import (LaneBarrier, CellWavesLaunch, CooperativeLaunch, Dim3, Fragment, FusedProgram,
+                                     KernelIR, KernelRole, Lane, Ordering, FusedParam, BlockSharedArray,
                                      WavefrontLaunch)
 from sirius.fusion.lowering import reindexing
 from sirius.fusion.fragment_text import RESTRICT, strip_restrict
-from sirius.fusion.schedule import FusionGroup, Lane as GroupLane
+from sirius.fusion.schedule import FusionGroup, GroupLane
 
 _SAME_BLOCK = " (a same-block dependence remains)"
 
@@ -74,7 +74,7 @@ def format_kernel(k: KernelIR) -> str:
         lines.append(f"  lane blocks [{lane.first_block}, {lane.first_block + lane.blocks}): "
                      f"grid {_dims(lane.grid)} block {_dims(lane.block)}")
         for s in lane.body:
-            if isinstance(s, Barrier):
+            if isinstance(s, LaneBarrier):
                 why = "; ".join(f"{o.kind} S{o.before} -> S{o.after}" + (f" on {o.what}" if o.what else "")
                                 for o in s.orders)
                 lines.append(f"    barrier: {why}")
@@ -152,7 +152,7 @@ class _Kernel:
         self.grid_text = self.block_text = ""
         self.params: list[tuple] = []
         self.constant_shapes, self.pool = False, 0
-        self.shared: list[SharedArray] = []
+        self.shared: list[BlockSharedArray] = []
         self.lanes: list[list] = []  # [first_block, grid, block, body]
 
 
@@ -183,7 +183,7 @@ def _read_line(k: _Kernel, text: str, n: int) -> None:
     elif text.startswith("pool: ") and text.endswith(" bytes"):
         k.pool = int(text[len("pool: "):-len(" bytes")])
     elif match(_SHARED):
-        k.shared.append(SharedArray(matched[1], int(matched[2]), bool(matched[3]), tuple(_launches(matched[4]))))
+        k.shared.append(BlockSharedArray(matched[1], int(matched[2]), bool(matched[3]), tuple(_launches(matched[4]))))
     elif match(_LANE):
         v = [int(x) for x in matched.groups()]
         k.lanes.append([v[0], tuple(v[2:5]), tuple(v[5:8]), []])
@@ -196,7 +196,7 @@ def _read_line(k: _Kernel, text: str, n: int) -> None:
             if o is None:
                 raise InputError(f"IR line {n}: not what a barrier orders: {part!r}")
             orders.append(Ordering(o[1], int(o[2]), int(o[3]), o[4] or ""))
-        k.lanes[-1][3].append(Barrier(tuple(orders)))
+        k.lanes[-1][3].append(LaneBarrier(tuple(orders)))
     elif match(_FRAGMENT):
         v = matched
         args = tuple(a.strip() for a in v[11].split(",")) if v[11].strip() else ()
@@ -236,7 +236,7 @@ def _build(k: _Kernel, model: ProgramModel) -> KernelIR:
             ctype = declared  # with its __restrict__, as the fragment's kernel wrote it
         if restrict and not RESTRICT.search(ctype):
             ctype = f"{ctype} __restrict__"  # a promise made for the fused kernel (fusion.read_once)
-        params.append(Param(name, ctype, launch, j, pointer, allocation, offset, restrict,
+        params.append(FusedParam(name, ctype, launch, j, pointer, allocation, offset, restrict,
                             constant, base, delta))
     group_lanes = []
     for launches in k.group_lanes:
@@ -248,7 +248,7 @@ def _build(k: _Kernel, model: ProgramModel) -> KernelIR:
     for first, grid, block, body in k.lanes:
         steps = []
         for step in body:
-            if isinstance(step, Barrier):
+            if isinstance(step, LaneBarrier):
                 steps.append(step)
                 continue
             inst = insts[step["launch"]]

@@ -41,7 +41,7 @@ Dim3 = tuple[int, int, int]
 
 
 @dataclass(frozen=True)
-class Param:
+class FusedParam:
     """A parameter of the fused kernel: parameter ``position`` of the fragment of ``launch``."""
 
     name: str
@@ -122,7 +122,7 @@ class Ordering:
 
 
 @dataclass(frozen=True)
-class Barrier:
+class LaneBarrier:
     """``__syncthreads()`` between two fragments of a lane, and why it is there."""
 
     orders: tuple[Ordering, ...]
@@ -136,7 +136,7 @@ class Lane:
     first_block: int
     grid: Dim3
     block: Dim3
-    body: tuple[Fragment | Barrier, ...]
+    body: tuple[Fragment | LaneBarrier, ...]
 
     @property
     def blocks(self) -> int:
@@ -152,7 +152,7 @@ class Lane:
 
 
 @dataclass(frozen=True)
-class SharedArray:
+class BlockSharedArray:
     """A shared array a block of the fused kernel holds, and which fragments use it."""
 
     symbol: str
@@ -180,10 +180,10 @@ class KernelRole(Enum):
 class KernelIR:
     name: str
     group: FusionGroup
-    params: tuple[Param, ...]
+    params: tuple[FusedParam, ...]
     lanes: tuple[Lane, ...]
     threads: int  # threads per block: the kernel's __launch_bounds__
-    shared: tuple[SharedArray, ...] = ()
+    shared: tuple[BlockSharedArray, ...] = ()
     static_shared: int = 0  # bytes per block
     dynamic_shared: int = 0
     grid_text: str = ""  # launch configuration as the host writes it
@@ -201,14 +201,14 @@ class KernelIR:
 
     @property
     def barriers(self) -> int:
-        return sum(isinstance(s, Barrier) for lane in self.lanes for s in lane.body)
+        return sum(isinstance(s, LaneBarrier) for lane in self.lanes for s in lane.body)
 
     @property
     def shared_opt_in(self) -> bool:
         """The launch needs cudaFuncSetAttribute(MaxDynamicSharedMemorySize) first."""
         return needs_shared_opt_in(self.static_shared, self.dynamic_shared)
 
-    def params_of(self, launch: int) -> tuple[Param, ...]:
+    def params_of(self, launch: int) -> tuple[FusedParam, ...]:
         return tuple(p for p in self.params if p.launch == launch)
 
 
@@ -363,7 +363,7 @@ def phases_shared(phases: list[KernelIR]) -> tuple[int, int]:
     return sum(arrays.values()), max(k.dynamic_shared for k in phases)
 
 
-def argument_of(p: Param, insts: dict[int, LaunchInstance]):
+def argument_of(p: FusedParam, insts: dict[int, LaunchInstance]):
     """What the host passes for ``p`` at its launch (an ``ArgValue``; None where the kernel
     has no such parameter or the host model has no binding for it)."""
     kernel_params = insts[p.launch].kernel.params

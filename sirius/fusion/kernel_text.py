@@ -27,7 +27,7 @@ def lane_body(lane: ir.Lane, insts, decls, indices: str, indent: str) -> list[st
     out = []
     bid, tid = (x.strip() for x in indices.split(",")[:2])
     for step in lane.body:
-        if isinstance(step, ir.Barrier):
+        if isinstance(step, ir.LaneBarrier):
             out.append(f"{indent}__syncthreads();  // block-level dependence on the fragment before")
             continue
         idx, call = step.launch, fragment_call(insts[step.launch], decls[step.launch])
@@ -53,7 +53,7 @@ def _between_barriers(lane: ir.Lane) -> list:
     """The lane's body as runs of fragments and the barriers between them."""
     parts: list = []
     for step in lane.body:
-        if isinstance(step, ir.Barrier):
+        if isinstance(step, ir.LaneBarrier):
             parts.append(step)
         elif parts and isinstance(parts[-1], tuple):
             parts[-1] += (step,)
@@ -88,7 +88,7 @@ def _dispatch(k: KernelIR, insts, decls, block: str, threads: int, indent: str) 
             body.append(f"{inner}  {tid.replace('sirius_thread', 'sirius_turn')}")
             body += lane_body(lane, insts, decls, indices, inner + "  ")
             body.append(f"{inner}}}")
-        elif not any(isinstance(step, ir.Barrier) for step in lane.body):
+        elif not any(isinstance(step, ir.LaneBarrier) for step in lane.body):
             body.append(f"{inner}if (sirius_thread < {lane.threads}u) {{  // this fragment's block is smaller")
             body.append(f"{inner}  {tid}")
             body += lane_body(lane, insts, decls, indices, inner + "  ")
@@ -96,7 +96,7 @@ def _dispatch(k: KernelIR, insts, decls, block: str, threads: int, indent: str) 
         else:  # every thread of the block reaches each barrier; only the lane's threads run fragments
             body.append(f"{inner}{tid}")
             for part in _between_barriers(lane):
-                if isinstance(part, ir.Barrier):
+                if isinstance(part, ir.LaneBarrier):
                     body += lane_body(dataclasses.replace(lane, body=(part,)), insts, decls, indices, inner)
                     continue
                 body.append(f"{inner}if (sirius_thread < {lane.threads}u) {{  // this fragment's block is smaller")

@@ -14,21 +14,21 @@ import islpy as isl
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.core.errors import SiriusError
 from sirius.fusion.kernel_ir import (CellWavesLaunch, CooperativeLaunch, Fragment, FusedKernelLaunch, FusedLaunch,
-                                     FusedProgram, HostRegion, Issue, KernelIR, KernelRole, Lane, Param, Reindexing,
-                                     SharedArray, WavefrontLaunch)
+                                     FusedProgram, HostRegion, Issue, KernelIR, KernelRole, Lane, FusedParam, Reindexing,
+                                     BlockSharedArray, WavefrontLaunch)
 from sirius.fusion.promises import fused_param_name
 from sirius.fusion.schedule import FusionGroup, Schedule
 from sirius.fusion.shared_limits import static_shared_bytes
 
 
-def _params(inst: LaunchInstance, decl) -> tuple[Param, ...]:
+def _params(inst: LaunchInstance, decl) -> tuple[FusedParam, ...]:
     bindings = dict(inst.bindings)
     out = []
     for j, (pname, ptype) in enumerate(decl.params):
         kernel_param = inst.kernel.params[j] if j < len(inst.kernel.params) else None
         arg = bindings.get(kernel_param.name) if kernel_param is not None else None
         buffer = arg is not None and arg.kind == "buffer"
-        out.append(Param(fused_param_name(inst.statement.index, j, pname), ptype, inst.statement.index, j,
+        out.append(FusedParam(fused_param_name(inst.statement.index, j, pname), ptype, inst.statement.index, j,
                          bool(kernel_param and kernel_param.is_pointer),
                          arg.buffer if buffer else None,
                          arg.offset.to_c() if buffer and arg.offset is not None else None))
@@ -62,15 +62,15 @@ def _fragment(inst: LaunchInstance, names: tuple[str, ...], sigma: str | None, b
                     tuple(dict.fromkeys("extern" if a.dynamic else a.symbol for a in inst.kernel.shared)))
 
 
-def _shared_arrays(lanes: tuple[Lane, ...], insts) -> tuple[SharedArray, ...]:
-    arrays: dict[str, SharedArray] = {}
+def _shared_arrays(lanes: tuple[Lane, ...], insts) -> tuple[BlockSharedArray, ...]:
+    arrays: dict[str, BlockSharedArray] = {}
     for lane in lanes:
         for f in lane.fragments:
             for a in insts[f.launch].kernel.shared:
                 key = "extern" if a.dynamic else a.symbol
                 old = arrays.get(key)
                 users = (old.users if old else ()) + (f.launch,)
-                arrays[key] = SharedArray(key, a.bytes or 0, a.dynamic, users)
+                arrays[key] = BlockSharedArray(key, a.bytes or 0, a.dynamic, users)
     return tuple(arrays.values())
 
 
@@ -91,7 +91,7 @@ def _role(schedule: Schedule, group: FusionGroup) -> KernelRole:
 def lower_group(model: ProgramModel, schedule: Schedule, group: FusionGroup) -> KernelIR:
     """The fused kernel of ``group``, without barriers."""
     insts = model.instances()
-    params: list[Param] = []
+    params: list[FusedParam] = []
     for idx in group.launches:
         params += _params(insts[idx], model.kernel_decls[insts[idx].kernel.mangled])
     names = {idx: tuple(p.name for p in params if p.launch == idx) for idx in group.launches}

@@ -54,7 +54,7 @@ class DraftGroup:
 
 
 @dataclass(frozen=True)
-class Reindexing:
+class ProvenReindexing:
     """A launch of another shape re-indexed onto a lane's threads: ``sigma`` maps the lane's
     first launch's (block, thread) coordinates to the instance each such thread runs;
     ``needs_barrier``: a dependence on an earlier fragment stays within a block."""
@@ -69,7 +69,7 @@ class VerticalMerge:
     joining launch when it has another shape."""
 
     lane: list[int]
-    reindexing: Reindexing | None = None
+    reindexing: ProvenReindexing | None = None
 
 
 class RegionLegality:
@@ -88,7 +88,7 @@ class RegionLegality:
             self.deps_of.setdefault(d.src, []).append(d)
             self.deps_of.setdefault(d.dst, []).append(d)
         self._active_cache: dict[int, isl.Set] = {}
-        self._reindex_cache: dict[tuple, Reindexing | Problem | None] = {}
+        self._reindex_cache: dict[tuple, ProvenReindexing | Problem | None] = {}
 
     # group graph: an edge when some dependence goes from one group to the other
     def graph(self, groups: list[DraftGroup]) -> nx.DiGraph:
@@ -139,7 +139,7 @@ class RegionLegality:
         if connected and single_lanes and not self.same_configuration(ga, gb):
             # another shape: the consumer may still run re-indexed on the producer's threads
             attempt = self.try_reindex(ga, gb)
-            if isinstance(attempt, Reindexing):
+            if isinstance(attempt, ProvenReindexing):
                 reindexing, problem = attempt, None
             elif isinstance(attempt, Problem):
                 problem = Problem(RefusalKind.NOT_REINDEXABLE, f"different launch configurations, and {attempt.text}")
@@ -221,7 +221,7 @@ class RegionLegality:
             dom = d if dom is None else dom.union(d)
         return dom
 
-    def try_reindex(self, ga: DraftGroup, gb: DraftGroup) -> Reindexing | Problem | None:
+    def try_reindex(self, ga: DraftGroup, gb: DraftGroup) -> ProvenReindexing | Problem | None:
         """How ``gb``'s one launch runs re-indexed at the end of ``ga``'s lane, or why it
         cannot, or None when re-indexing does not apply (not a mapping kernel, ...)."""
         key = (tuple(tuple(lane) for lane in ga.lanes), tuple(gb.members))
@@ -233,7 +233,7 @@ class RegionLegality:
                 self._reindex_cache[key] = _not_reindexable("re-indexing is too costly to establish")
         return self._reindex_cache[key]
 
-    def _compute_reindex(self, ga: DraftGroup, gb: DraftGroup) -> Reindexing | Problem | None:
+    def _compute_reindex(self, ga: DraftGroup, gb: DraftGroup) -> ProvenReindexing | Problem | None:
         if len(ga.lanes) != 1 or len(gb.members) != 1 or len(ga.members) == 0:
             return None
         m, lane = gb.members[0], ga.lanes[0]
@@ -277,7 +277,7 @@ class RegionLegality:
                     needs_barrier = True
                     continue
                 return _not_reindexable(f"dependence on {d.buffer} stays global after re-indexing")
-        return Reindexing(sigma, needs_barrier)
+        return ProvenReindexing(sigma, needs_barrier)
 
     # -------------------------------------------------------- horizontal
     def horizontal_problem(self, ga: DraftGroup, gb: DraftGroup) -> Problem | None:

@@ -28,7 +28,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from sirius.analysis.program_model import ProgramModel
-from sirius.fusion.kernel_ir import KernelIR, Param, argument_of, each_kernel
+from sirius.fusion.kernel_ir import KernelIR, FusedParam, argument_of, each_kernel
 from sirius.fusion.fragment_text import RESTRICT
 from sirius.fusion.promises import group_uses
 
@@ -65,7 +65,7 @@ def shared_inputs(k: KernelIR, model: ProgramModel) -> list[SharedInput]:
     if None in written:
         return []
     offsets = _buffer_offsets(k, model)
-    readers: dict[str, list[Param]] = {}
+    readers: dict[str, list[FusedParam]] = {}
     for p in k.params:
         if p.name in offsets and p.allocation and p.allocation not in written:
             readers.setdefault(p.allocation, []).append(p)

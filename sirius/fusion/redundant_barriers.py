@@ -30,7 +30,7 @@ import islpy as isl
 from sirius.analysis.barrier_deps import barrier_dependences
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.analysis.uar import isl_budget
-from sirius.fusion.kernel_ir import Barrier, Fragment, KernelIR, Lane, Ordering
+from sirius.fusion.kernel_ir import LaneBarrier, Fragment, KernelIR, Lane, Ordering
 from sirius.fusion.fragment_text import BARRIER_CALL
 
 ROLE_OPERATION_BUDGET = 2_000_000  # isl operations for one launch's virtual dependences
@@ -133,7 +133,7 @@ def _own_barriers_to_remove(kernels: list[KernelIR], model: ProgramModel) -> dic
 def stands_between(lane: Lane, k: KernelIR, position: int, removed: dict[int, tuple[int, ...]], insts) -> bool:
     """The statement at ``position`` of the lane's body is a barrier every thread passes."""
     s = lane.body[position]
-    if isinstance(s, Barrier):
+    if isinstance(s, LaneBarrier):
         return True
     if k.role.per_cell or len(k.lanes) != 1 or s.reindex is not None or s.block != lane.block:
         return False
@@ -147,7 +147,7 @@ def without_covered_barriers(lane: Lane, points: set[int]) -> tuple[Lane, int]:
     and how many went. A removed barrier's orderings move to a placed barrier that keeps
     them, so that what each barrier orders stays recorded for the passes after."""
     at = {s.launch: n for n, s in enumerate(lane.body) if isinstance(s, Fragment)}
-    orders = {n: list(s.orders) for n, s in enumerate(lane.body) if isinstance(s, Barrier)}
+    orders = {n: list(s.orders) for n, s in enumerate(lane.body) if isinstance(s, LaneBarrier)}
     orderings: list[Ordering] = [o for each in orders.values() for o in each]
     points = set(points)
 
@@ -161,9 +161,9 @@ def without_covered_barriers(lane: Lane, points: set[int]) -> tuple[Lane, int]:
                 placed = [m for m in keepers(o, points) if m in orders]
                 if placed and o not in orders[placed[0]]:
                     orders[placed[0]].append(o)
-    body = [Barrier(tuple(orders[n])) if isinstance(s, Barrier) else s
-            for n, s in enumerate(lane.body) if not isinstance(s, Barrier) or n in orders]
-    gone = sum(isinstance(s, Barrier) for s in lane.body) - len(orders)
+    body = [LaneBarrier(tuple(orders[n])) if isinstance(s, LaneBarrier) else s
+            for n, s in enumerate(lane.body) if not isinstance(s, LaneBarrier) or n in orders]
+    gone = sum(isinstance(s, LaneBarrier) for s in lane.body) - len(orders)
     return dataclasses.replace(lane, body=tuple(body)), gone
 
 

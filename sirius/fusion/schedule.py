@@ -20,7 +20,7 @@ ARRANGEMENTS = ("auto", "vertical", "horizontal")
 
 
 @dataclass(frozen=True)
-class Lane:
+class GroupLane:
     """Fragments one block runs in order (barriers between them are placed later, by
     ``fusion.barriers``).
 
@@ -40,7 +40,7 @@ class Lane:
 class FusionGroup:
     id: int
     region: int
-    lanes: tuple[Lane, ...]
+    lanes: tuple[GroupLane, ...]
     step: int = 0  # time step in the region's global schedule (P2)
 
     @property

@@ -42,7 +42,7 @@ from sirius.fusion.merge_legality import DEPENDENCE_PATH, DraftGroup, RegionLega
 from sirius.fusion.policies import (FusionPolicy, Greedy, Merge, MergeKind, accepts, begin_program, declined,
                                     priority_of)
 from sirius.fusion.regions import find_regions
-from sirius.fusion.schedule import ARRANGEMENTS, FusionGroup, Lane, Problem, Refusal, RefusalKind, Region, Schedule
+from sirius.fusion.schedule import ARRANGEMENTS, FusionGroup, GroupLane, Problem, Refusal, RefusalKind, Region, Schedule
 
 
 class _RegionScheduler:
@@ -228,7 +228,7 @@ def build_schedule(model: ProgramModel, uar: UAR, arrangement: str = "auto",
         if arrangement in ("auto", "horizontal"):
             rs.merge_horizontal()
         for step, grp in rs.ordered_groups():
-            lanes = tuple(Lane(tuple(lane), tuple(str(grp.reindex[i]) if i in grp.reindex else None for i in lane),
+            lanes = tuple(GroupLane(tuple(lane), tuple(str(grp.reindex[i]) if i in grp.reindex else None for i in lane),
                                tuple(i in grp.barrier_for for i in lane))
                           for lane in grp.lanes)
             schedule.groups.append(FusionGroup(len(schedule.groups), region.id, lanes, step))
@@ -244,7 +244,7 @@ def split_group(schedule: Schedule, group: FusionGroup, reason: str) -> None:
     ``reason`` as the refusal: a late fact (``pipeline.LateFact``) honoured by the schedule."""
     at = schedule.groups.index(group)
     next_id = max(g.id for g in schedule.groups) + 1
-    singles = [FusionGroup(next_id + k, group.region, (Lane((i,)),), group.step)
+    singles = [FusionGroup(next_id + k, group.region, (GroupLane((i,)),), group.step)
                for k, i in enumerate(sorted(group.launches))]
     schedule.groups[at:at + 1] = singles
     schedule.refusals.append(Refusal(tuple(sorted(group.launches)), reason))

@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 
 from sirius.analysis.program_model import ProgramModel
-from sirius.fusion.kernel_ir import Fragment, KernelIR, Lane, SharedArray
+from sirius.fusion.kernel_ir import Fragment, KernelIR, Lane, BlockSharedArray
 from sirius.fusion.redundant_barriers import stands_between
 from sirius.fusion.fragment_text import POOL_ALIGNMENT, pool_layout
 
@@ -82,7 +82,7 @@ def _pooled(k: KernelIR, model: ProgramModel, poolable: set[str], insts) -> tupl
         size = max(size, need)
     pooled_symbols = {a.symbol for i in pooled for a in insts[i].kernel.shared if not a.dynamic}
     kept = tuple(a for a in k.shared if a.dynamic or a.symbol not in pooled_symbols)
-    shared = kept + (SharedArray("sirius_pool", size, False, tuple(f.launch for f in frags if f.launch in pooled)),)
+    shared = kept + (BlockSharedArray("sirius_pool", size, False, tuple(f.launch for f in frags if f.launch in pooled)),)
     static = sum(a.bytes for a in kept if not a.dynamic) + size
     return dataclasses.replace(k, lanes=tuple(lanes), shared=shared, static_shared=static, pool=size), static
 

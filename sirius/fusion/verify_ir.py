@@ -31,7 +31,7 @@ from __future__ import annotations
 from sirius.core.target import MAX_BLOCK_THREADS
 from sirius.fusion.guards import folded_conditions
 from sirius.fusion.fragment_text import RESTRICT
-from sirius.fusion.kernel_ir import (Barrier, CellWavesLaunch, CooperativeLaunch, FusedKernelLaunch, FusedLaunch,
+from sirius.fusion.kernel_ir import (LaneBarrier, CellWavesLaunch, CooperativeLaunch, FusedKernelLaunch, FusedLaunch,
                                      FusedProgram, KernelIR, KernelRole, WavefrontLaunch)
 
 
@@ -68,10 +68,10 @@ def kernel_violations(k: KernelIR) -> list[str]:
         if not lane.fragments:
             say(f"lane {n} runs no fragment")
         for a, b in zip(lane.body, lane.body[1:]):
-            if isinstance(a, Barrier) and isinstance(b, Barrier):
+            if isinstance(a, LaneBarrier) and isinstance(b, LaneBarrier):
                 say(f"lane {n} has two barriers in a row")
         for step in lane.body:
-            if isinstance(step, Barrier):
+            if isinstance(step, LaneBarrier):
                 if not step.orders:
                     say(f"lane {n} has a barrier that orders nothing")
                 continue

@@ -150,7 +150,7 @@ def _program_from_entry(e: dict, folder: Path) -> BenchProgram:
 
 
 @dataclass(frozen=True)
-class Timing:
+class ProgramTiming:
     """The harness's figures for one program: medians over repetitions, summed over segments."""
 
     direct_us: float | None
@@ -190,8 +190,8 @@ class BenchRow:
     program: str
     launches_before: int | None
     launches_after: int | None
-    original: Timing | None
-    optimized: Timing | None
+    original: ProgramTiming | None
+    optimized: ProgramTiming | None
     verdict: Verdict | None
     speedup_direct: float | None  # original direct / optimized direct
     speedup_graph: float | None  # original graph / optimized graph
@@ -225,7 +225,7 @@ def _predicted_ratio(row: "BenchRow", mode: str) -> float | None:
     return _ratio(p.get(f"original_{mode}_us"), p.get(f"optimized_{mode}_us"))
 
 
-def build_row(program: BenchProgram, original: Timing | None, optimized: Timing | None,
+def build_row(program: BenchProgram, original: ProgramTiming | None, optimized: ProgramTiming | None,
               verdict: Verdict | None, bandwidth_gbps: float | None, error: str | None = None) -> BenchRow:
     """The row of ``program`` from what was measured: a row whose results differ (or that
     failed) claims no speedup and no fraction of the floor."""
@@ -233,7 +233,7 @@ def build_row(program: BenchProgram, original: Timing | None, optimized: Timing 
     claim = (error is None and verdict is not None and (verdict.equal or verdict.contraction)
              and verdict.fused_code_ran
              and not (original and original.incomplete) and not (optimized and optimized.incomplete))
-    o, p = original or Timing(None, None), optimized or Timing(None, None)
+    o, p = original or ProgramTiming(None, None), optimized or ProgramTiming(None, None)
     floor_us = (round(program.compulsory_bytes / (bandwidth_gbps * 1e3), 3)
                 if program.compulsory_bytes and bandwidth_gbps else None)
     return BenchRow(
@@ -576,7 +576,7 @@ def _field(record, name: str):
     return record.get(name) if isinstance(record, dict) else getattr(record, name, None)
 
 
-def timing_of(run) -> Timing:
+def timing_of(run) -> ProgramTiming:
     """A HarnessRun as a row needs it; a segment the harness could not replay makes the sums
     incomplete, and the row then claims no speedup."""
     unreplayed = [seg for seg in (_field(run, "segments") or ()) if _field(seg, "replayed") is False]
@@ -584,7 +584,7 @@ def timing_of(run) -> Timing:
     if unreplayed:
         first = _field(unreplayed[0], "reason") or "no reason given"
         incomplete = f"{len(unreplayed)} launch sequence(s) not replayed, e.g. {first}"
-    return Timing(_field(run, "direct_us"), _field(run, "graph_us"), _field(run, "launches"), incomplete)
+    return ProgramTiming(_field(run, "direct_us"), _field(run, "graph_us"), _field(run, "launches"), incomplete)
 
 
 _BANDWIDTH = re.compile(r"bandwidth_GBps=([0-9.]+)")
@@ -690,7 +690,7 @@ def render_table(result: BenchResult) -> str:
     for r in result.rows:
         launches = (f"{r.launches_before}->{r.launches_after}"
                     if r.launches_before is not None or r.launches_after is not None else "-")
-        o, p = r.original or Timing(None, None), r.optimized or Timing(None, None)
+        o, p = r.original or ProgramTiming(None, None), r.optimized or ProgramTiming(None, None)
         table.append((r.program, launches, _us(o.direct_us), _us(o.graph_us), _us(p.direct_us), _us(p.graph_us),
                       _x(r.speedup_direct), _x(r.speedup_graph), _x(r.speedup_vs_original_graph),
                       _x(_predicted_ratio(r, "direct")), r.result,
@@ -738,8 +738,8 @@ def _columns(rows: list[tuple[str, ...]]) -> list[str]:
 
 def result_json(result: BenchResult) -> dict:
     """Everything the table shows, with the machine, the commit, the date and the command line."""
-    def timing(prefix: str, t: Timing | None) -> dict:
-        t = t or Timing(None, None)
+    def timing(prefix: str, t: ProgramTiming | None) -> dict:
+        t = t or ProgramTiming(None, None)
         return {f"{prefix}_direct_us": t.direct_us, f"{prefix}_graph_us": t.graph_us,
                 f"{prefix}_launches_measured": t.launches, f"{prefix}_incomplete": t.incomplete or None}
 

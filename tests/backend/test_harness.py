@@ -123,7 +123,7 @@ def test_read_timings_accepts_a_well_formed_report(tmp_path):
     path.write_text(json.dumps(a_report()))
     run = harness.read_timings(path)
     assert run.device == harness.DeviceInfo("H200", 132, 13000, 13000, "9.0")
-    assert run.segments[0].direct == harness.Timing(2.0, 1.0, (1.0, 2.0, 3.0))
+    assert run.segments[0].direct == harness.ReplayTiming(2.0, 1.0, (1.0, 2.0, 3.0))
     assert run.segments[0].graph is None
     assert (run.direct_us, run.graph_us, run.launches) == (2.0, 0.0, 2)
 

@@ -13,7 +13,7 @@ from sirius.analysis.frontend import CompileJob
 from sirius.core.config import CompileFlags, resolve_toolchain
 from sirius.core.errors import SiriusError
 from sirius.fusion.cooperative import CooperativeRegion
-from sirius.fusion.kernel_ir import (Barrier, CooperativeLaunch, Fragment, FusedKernelLaunch, FusedProgram, KernelRole,
+from sirius.fusion.kernel_ir import (LaneBarrier, CooperativeLaunch, Fragment, FusedKernelLaunch, FusedProgram, KernelRole,
                                      Ordering)
 from sirius.fusion.verify_ir import ir_violations
 from sirius.pipeline import OptimizeState, run_pipeline
@@ -39,10 +39,10 @@ def test_the_optimized_kernels_are_well_formed(softmax):
 def test_each_kind_of_damage_is_named(softmax):
     k = softmax.kernels[0]
     fragments = [s for s in k.lanes[0].body if isinstance(s, Fragment)]
-    barrier = Barrier((Ordering("block dependence", fragments[0].launch, fragments[1].launch, "x"),))
+    barrier = LaneBarrier((Ordering("block dependence", fragments[0].launch, fragments[1].launch, "x"),))
     cases = {
         "two barriers in a row": _with_body(k, [fragments[0], barrier, barrier, *fragments[1:]]),
-        "orders nothing": _with_body(k, [fragments[0], Barrier(()), *fragments[1:]]),
+        "orders nothing": _with_body(k, [fragments[0], LaneBarrier(()), *fragments[1:]]),
         "are not the group's launches": _with_body(k, fragments[1:]),
         "not its parameters": _with_body(k, [dataclasses.replace(fragments[0], args=fragments[0].args[::-1]),
                                              *fragments[1:]]),
