@@ -179,13 +179,15 @@ def _uar(st: OptimizeState) -> None:
 
 
 def _schedule(st: OptimizeState) -> None:
-    st.schedule = build_schedule(st.model, st.uar, st.arrangement, st.policy)
+    schedule = build_schedule(st.model, st.uar, st.arrangement, st.policy)
     for fact in st.late(LateScope.GROUP):
-        for group in [g for g in st.schedule.groups if len(g.launches) > 1 and fact.concerns(g.launches)]:
-            split_group(st.schedule, group, fact.reason)
+        for group in [g for g in schedule.groups if len(g.launches) > 1 and fact.concerns(g.launches)]:
+            schedule = split_group(schedule, group, fact.reason)
+    st.schedule = schedule
 
 
 def _wavefront(st: OptimizeState) -> None:
+    wavefronts, refusals = {}, []
     for region in st.schedule.regions:
         groups = [g for g in st.schedule.groups if g.region == region.id]
         if len(groups) != 1 or len(groups[0].launches) < 1:
@@ -194,39 +196,41 @@ def _wavefront(st: OptimizeState) -> None:
         if isinstance(plan, Wavefront):
             refused = wavefront_declined(st.model, st.policy, groups[0])
             if refused is None:
-                st.schedule.wavefronts[groups[0].id] = plan
+                wavefronts[groups[0].id] = plan
             else:
-                st.schedule.refusals.append(refused)
+                refusals.append(refused)
         elif plan is not None:
-            st.schedule.refusals.append(plan)
+            refusals.append(plan)
+    st.schedule = dataclasses.replace(st.schedule, wavefronts=wavefronts).refused(*refusals)
 
 
 def _cell_waves(st: OptimizeState) -> None:
-    if not st.cooperative:
-        return
+    if st.cooperative:
+        st.schedule = _with_cell_waves(st, st.schedule)
+
+
+def _with_cell_waves(st: OptimizeState, schedule: Schedule) -> Schedule:
+    """``schedule`` with the loop of repeated layers run as waves of cells, or with the
+    reason it is not."""
     found = find_repetition(st.model)
     if isinstance(found, NotALoop):
-        waved = {i for g in st.schedule.groups if g.id in st.schedule.wavefronts for i in g.launches}
-        if not set(found.statements) & waved:  # else a loop nest the wavefront already runs by anti-diagonals
-            st.schedule.refusals.append(no_waves(found.statements,
-                                                 f"the repeated launches are not one loop: {found.reason}"))
-        return
+        waved = {i for g in schedule.groups if g.id in schedule.wavefronts for i in g.launches}
+        if set(found.statements) & waved:  # a loop nest the wavefront already runs by anti-diagonals
+            return schedule
+        return schedule.refused(no_waves(found.statements, f"the repeated launches are not one loop: {found.reason}"))
     if found is None:
-        return
+        return schedule
     loop = [i for row in found.statements for i in row]
     withheld = next((f for f in st.late(LateScope.CELL_WAVES) if f.concerns(loop)), None)
     if withheld is not None:
-        st.schedule.refusals.append(no_waves(loop, withheld.reason))
-        return
-    plan = plan_cell_waves(st.model, st.schedule, found)
+        return schedule.refused(no_waves(loop, withheld.reason))
+    plan = plan_cell_waves(st.model, schedule, found)
     if isinstance(plan, Refusal):
-        st.schedule.refusals.append(plan)
-        return
+        return schedule.refused(plan)
     refused = waves_declined(st.model, st.policy, [list(row) for row in found.statements])
     if refused is not None:
-        st.schedule.refusals.append(refused)
-        return
-    install_cell_waves(st.schedule, dataclasses.replace(plan, persistent=st.persistent))
+        return schedule.refused(refused)
+    return install_cell_waves(schedule, dataclasses.replace(plan, persistent=st.persistent))
 
 
 def _cooperative(st: OptimizeState) -> None:
@@ -240,8 +244,7 @@ def _cooperative(st: OptimizeState) -> None:
         if withheld is not None:
             plans.remove(plan)
             refusals.append(Refusal((launches[0], launches[-1]), withheld.reason))
-    st.schedule.cooperative = {p.region: p for p in plans}
-    st.schedule.refusals += refusals
+    st.schedule = dataclasses.replace(st.schedule, cooperative={p.region: p for p in plans}).refused(*refusals)
 
 
 def _lower(st: OptimizeState) -> None:

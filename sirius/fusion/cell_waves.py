@@ -237,14 +237,14 @@ def plan_cell_waves(model: ProgramModel, schedule: Schedule, rep: Repetition) ->
                      rep.steps + rep.copies - 1, tuple(bases), regions, tuple(groups))
 
 
-def install_cell_waves(schedule: Schedule, plan: CellWaves) -> None:
-    """The loop's launches run as the waves of ``plan``: the phases' groups take the place
-    of the loop's groups in the schedule."""
+def install_cell_waves(schedule: Schedule, plan: CellWaves) -> Schedule:
+    """``schedule`` with the loop's launches run as the waves of ``plan``: the phases'
+    groups take the place of the loop's groups."""
     body = {i for row in plan.repetition.statements for i in row}
     first = next(n for n, g in enumerate(schedule.groups) if set(g.launches) & body)
-    rest = [g for g in schedule.groups if not set(g.launches) & body]
-    schedule.groups = rest[:first] + list(plan.groups) + rest[first:]
-    schedule.cell_waves[plan.regions[0]] = plan
+    rest = tuple(g for g in schedule.groups if not set(g.launches) & body)
+    return replace(schedule, groups=rest[:first] + tuple(plan.groups) + rest[first:],
+                   cell_waves={**schedule.cell_waves, plan.regions[0]: plan})
 
 
 def narrowest_block(model: ProgramModel, plan: CellWaves, phases: list) -> CellWaves:

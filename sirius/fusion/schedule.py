@@ -13,8 +13,9 @@ fusion policy (``fusion.policies``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
+from typing import Any, Mapping
 
 ARRANGEMENTS = ("auto", "vertical", "horizontal")
 
@@ -130,15 +131,22 @@ class Region:
     crossed: tuple[int, ...] = ()  # synchronizations between its launches that observe nothing
 
 
-@dataclass
+@dataclass(frozen=True)
 class Schedule:
-    regions: list[Region] = field(default_factory=list)
-    groups: list[FusionGroup] = field(default_factory=list)  # in execution order
-    refusals: list[Refusal] = field(default_factory=list)
-    wavefronts: dict = field(default_factory=dict)  # group id -> fusion.wavefront.Wavefront
-    cooperative: dict = field(default_factory=dict)  # region id -> fusion.cooperative.CooperativeRegion
-    cell_waves: dict = field(default_factory=dict)  # region id -> fusion.cell_waves.CellWaves
+    """The schedule as the stages leave it: a value, each stage after the scheduler returns a
+    new one (``refused``, ``dataclasses.replace``)."""
+
+    regions: tuple[Region, ...] = ()
+    groups: tuple[FusionGroup, ...] = ()  # in execution order
+    refusals: tuple[Refusal, ...] = ()
+    wavefronts: Mapping[int, Any] = field(default_factory=dict)  # group id -> fusion.wavefront.Wavefront
+    cooperative: Mapping[int, Any] = field(default_factory=dict)  # region id -> fusion.cooperative.CooperativeRegion
+    cell_waves: Mapping[int, Any] = field(default_factory=dict)  # region id -> fusion.cell_waves.CellWaves
 
     def group_of(self, launch: int) -> FusionGroup | None:
         return next((g for g in self.groups if launch in g.launches), None)
+
+    def refused(self, *refusals: Refusal) -> "Schedule":
+        """This schedule with ``refusals`` recorded too."""
+        return replace(self, refusals=self.refusals + refusals)
 

@@ -33,6 +33,8 @@ group again (``split_group``).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import networkx as nx
 
 from sirius.analysis.program_model import ProgramModel
@@ -220,7 +222,8 @@ def build_schedule(model: ProgramModel, uar: UAR, arrangement: str = "auto",
     policy = Greedy() if policy is None else policy
     begin_program(policy, model)
     regions, refusals = find_regions(model)
-    schedule = Schedule(regions=regions, refusals=list(refusals))
+    groups: list[FusionGroup] = []
+    refusals = list(refusals)
     for region in regions:
         rs = _RegionScheduler(model, uar, region, arrangement, policy)
         if arrangement in ("auto", "vertical"):
@@ -231,23 +234,25 @@ def build_schedule(model: ProgramModel, uar: UAR, arrangement: str = "auto",
             lanes = tuple(GroupLane(tuple(lane), tuple(str(grp.reindex[i]) if i in grp.reindex else None for i in lane),
                                tuple(i in grp.barrier_for for i in lane))
                           for lane in grp.lanes)
-            schedule.groups.append(FusionGroup(len(schedule.groups), region.id, lanes, step))
+            groups.append(FusionGroup(len(groups), region.id, lanes, step))
+        group_of = {i: g for g in groups for i in g.launches}
         kept = [note for note in rs.notes.values()
-                if schedule.group_of(note.launches[0]) is not schedule.group_of(note.launches[1])]
-        schedule.refusals += kept + rs.unexplained_pairs(kept)
-    return schedule
+                if group_of.get(note.launches[0]) is not group_of.get(note.launches[1])]
+        refusals += kept + rs.unexplained_pairs(kept)
+    return Schedule(tuple(regions), tuple(groups), tuple(refusals))
 
 
-def split_group(schedule: Schedule, group: FusionGroup, reason: str) -> None:
-    """Leave ``group``'s launches unfused, each a group of its own at the group's place (the
-    group's members ran in program order among themselves, so this order is legal), with
-    ``reason`` as the refusal: a late fact (``pipeline.LateFact``) honoured by the schedule."""
+def split_group(schedule: Schedule, group: FusionGroup, reason: str) -> Schedule:
+    """``schedule`` with ``group``'s launches unfused, each a group of its own at the group's
+    place (the group's members ran in program order among themselves, so this order is
+    legal), and ``reason`` as the refusal: a late fact (``pipeline.LateFact``) honoured by
+    the schedule."""
     at = schedule.groups.index(group)
     next_id = max(g.id for g in schedule.groups) + 1
-    singles = [FusionGroup(next_id + k, group.region, (GroupLane((i,)),), group.step)
-               for k, i in enumerate(sorted(group.launches))]
-    schedule.groups[at:at + 1] = singles
-    schedule.refusals.append(Refusal(tuple(sorted(group.launches)), reason))
+    singles = tuple(FusionGroup(next_id + k, group.region, (GroupLane((i,)),), group.step)
+                    for k, i in enumerate(sorted(group.launches)))
+    return replace(schedule, groups=schedule.groups[:at] + singles + schedule.groups[at + 1:]).refused(
+        Refusal(tuple(sorted(group.launches)), reason))
 
 
 def wavefront_declined(model: ProgramModel, policy: FusionPolicy, group: FusionGroup) -> Refusal | None:
