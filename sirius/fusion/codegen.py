@@ -21,7 +21,8 @@ import dataclasses
 
 from sirius.analysis.build_macros import SAME_TOKENS, STRINGIZE
 from sirius.analysis.program_model import ProgramModel
-from sirius.fusion.fragment_text import BLOCK_SYNC_HELPER, fragment_function, fragment_name, keeping_lines, strip_restrict
+from sirius.fusion.fragment_text import (BLOCK_SYNC_HELPER, fragment_function, fragment_name, keeping_lines,
+                                         strip_restrict)
 from sirius.fusion.host_text import (SAME_BITS_HELPER, cell_checks, cell_wave_host, cooperative_launch, issue_launch,
                                      open_region, original_launch, temporaries, wavefront_host)
 from sirius.fusion.kernel_ir import (CellWavesLaunch, CooperativeLaunch, FusedProgram, KernelIR, KernelRole,
