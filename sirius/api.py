@@ -160,7 +160,7 @@ def optimize(path: str | Path, output: str | Path | None = None, flags: Sequence
              policy: FusionPolicy | None = None) -> OptimizeResult:
     """``sirius optimize``: the optimized program (written to ``output`` when given), with
     the kernel passes ``passes`` (default: all) and the fusion ``policy`` (default greedy)."""
-    from sirius.pipeline import KERNEL_PASSES, OptimizeState, report, run_pipeline
+    from sirius.pipeline import KERNEL_PASSES, OptimizeState
 
     if arrangement not in ("auto", "vertical", "horizontal"):
         raise InputError(f"error: arrangement {arrangement!r}: use auto, vertical or horizontal")
@@ -170,8 +170,20 @@ def optimize(path: str | Path, output: str | Path | None = None, flags: Sequence
     chosen = tuple(known if passes is None else passes)
     if set(chosen) - set(known):
         raise InputError(f"error: unknown passes {sorted(set(chosen) - set(known))}; the passes are {known}")
-    job = _job(path, flags)
-    state = run_pipeline(OptimizeState(job, entry, arrangement, chosen, cooperative, policy or Greedy(), persistent))
+    result = optimize_job(OptimizeState(_job(path, flags), entry, arrangement, chosen, cooperative,
+                                        policy or Greedy(), persistent))
+    if output is not None:
+        result.write(output)
+    return result
+
+
+def optimize_job(state, print_after: str | None = None, dump=None, entering=None) -> OptimizeResult:
+    """The pipeline run on ``state`` (a ``pipeline.OptimizeState``: the compile job and
+    every setting, checked already), as ``optimize`` and ``sirius optimize`` run it:
+    ``print_after``, ``dump`` and ``entering`` as ``pipeline.run_pipeline`` takes them."""
+    from sirius.pipeline import report, run_pipeline
+
+    state = run_pipeline(state, print_after, dump, entering=entering)
     insts = state.model.instances()
 
     def launches(indices) -> tuple[Launch, ...]:
@@ -182,11 +194,8 @@ def optimize(path: str | Path, output: str | Path | None = None, flags: Sequence
                                                                  (x["launch"] for x in lane)))
                    for g in rep["groups"])
     refusals = tuple(Refusal(launches(r.launches), r.reason, r.kind) for r in state.schedule.refusals)
-    result = OptimizeResult(job.path, state.output, rep["launches_before"], rep["launches_after"], groups,
-                            refusals, rep, state)
-    if output is not None:
-        result.write(output)
-    return result
+    return OptimizeResult(state.job.path, state.output, rep["launches_before"], rep["launches_after"], groups,
+                          refusals, rep, state)
 
 
 def verify(original: str | Path, optimized: str | Path, flags: Sequence[str] = (), *,

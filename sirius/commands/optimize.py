@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from sirius.analysis.frontend import CompileJob
+from sirius.api import optimize_job
 from sirius.analysis.repetition import format_repetition
 from sirius.commands.common import add_compile_flags, compile_flags_from_args, input_file, output_file
 from sirius.commands.progress import stage_progress
@@ -24,7 +25,7 @@ from sirius.fusion.ir_text import format_program
 from sirius.fusion.policies import DEFAULT, load_policy
 from sirius.fusion.privatisation import format_copy_back
 from sirius.fusion.schedule import ARRANGEMENTS, RefusalKind
-from sirius.pipeline import OptimizeState, pass_names, rearrange, report, run_pipeline, stage_names
+from sirius.pipeline import OptimizeState, pass_names, rearrange, report, stage_names
 from sirius.tuning.profitability import POLICIES
 
 HELP = "fuse kernel launches and write the optimized program"
@@ -226,8 +227,8 @@ def execute(args: argparse.Namespace) -> int:
     state = OptimizeState(job, args.entry, args.arrangement, passes, cooperative, policy, persistent)
     state.verify_each = state.verify_each or args.verify_each
     with stage_progress(f"optimize {program.name}", stage_names(), args.quiet) as entering:
-        state = run_pipeline(state, args.print_after, _dump, entering=entering)
-    rep = report(state)
+        result = optimize_job(state, args.print_after, _dump, entering)
+    state, rep = result.state, result.report
     if output is None:  # -o -: the program on standard output, the summary on standard error
         sys.stdout.write(state.output)
     else:
