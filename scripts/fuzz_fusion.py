@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from sirius.campaign import add_engine_options, engine_from_args
+from sirius.commands.progress import item_progress
 from sirius.core.errors import SiriusError
 from sirius.testing.fuzz import TASKS_FOLDER, fuzz
 
@@ -42,6 +43,8 @@ def main() -> int:
                     help="optimize with --cooperative (regions as one cooperative launch, waves of cells)")
     ap.add_argument("--keep", type=Path, help="keep the programs in this folder")
     ap.add_argument("--json", type=Path, help="write per-seed results here")
+    ap.add_argument("--quiet", action="store_true",
+                    help="no progress and no line per seed (a bar is drawn only on a terminal)")
     args = ap.parse_args()
     try:
         engine = engine_from_args(args)
@@ -53,17 +56,18 @@ def main() -> int:
         print(err, file=sys.stderr)
         return err.exit_code
     start = time.perf_counter()
-    def show(r: dict) -> None:
-        state = "ok" if r["ok"] else f"FAILED ({r['stage']})"
-        print(f"seed {r['seed']}: {state} launches {r.get('launches_before')} -> {r.get('launches_after')}"
-              f" constructs: {', '.join(r.get('constructs') or []) or 'none'}", flush=True)
-
     flags = ("--cooperative",) if args.cooperative else ()
     if args.keep is not None and args.fresh:
         shutil.rmtree(args.keep / TASKS_FOLDER, ignore_errors=True)
     try:
-        results = fuzz(range(a, b), arrangement=args.arrangement, keep=args.keep, progress=show, flags=flags,
-                       engine=engine)
+        with item_progress("fuzz", b - a, args.quiet) as done:
+            def show(r: dict) -> None:
+                state = "ok" if r["ok"] else f"FAILED ({r['stage']})"
+                done(f"seed {r['seed']}", f"seed {r['seed']}: {state} launches {r.get('launches_before')} -> "
+                     f"{r.get('launches_after')} constructs: {', '.join(r.get('constructs') or []) or 'none'}")
+
+            results = fuzz(range(a, b), arrangement=args.arrangement, keep=args.keep, progress=show, flags=flags,
+                           engine=engine)
     except SiriusError as err:
         print(err, file=sys.stderr)
         return err.exit_code
