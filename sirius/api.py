@@ -209,7 +209,8 @@ def verify(original: str | Path, optimized: str | Path, flags: Sequence[str] = (
         raise InputError(f"error: backend {backend!r}: use cpu or gpu")
     parser = argparse.ArgumentParser(prog="sirius verify", add_help=False, exit_on_error=False)
     command.add_arguments(parser)
-    options = [str(original), str(optimized), *flags, "--backend", backend, "--rtol", str(rtol), "--atol", str(atol)]
+    options = [str(original), str(optimized), *flags, "--backend", backend, "--rtol", str(rtol), "--atol", str(atol),
+               "--quiet"]
     options += ["--timeout", str(timeout)] if timeout is not None else []
     options += ["--threads", str(threads)] if threads is not None else []
     try:

@@ -44,6 +44,7 @@ from pathlib import Path
 from sirius.analysis.frontend import CompileJob
 from sirius.backend import compare, cpu
 from sirius.commands.common import compile_flags_from_args
+from sirius.commands.progress import stage_progress
 from sirius.commands.run import PROGRAM_ARGS_NOTE, add_backend_arguments, build
 from sirius.core.config import resolve_toolchain
 from sirius.core.errors import SiriusError
@@ -65,6 +66,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("original", help="the original CUDA program (.cu)")
+    parser.add_argument("--quiet", action="store_true", dest="verify_quiet",
+                        help="show no progress (drawn only on a terminal anyway)")
     parser.add_argument("optimized", help="the optimized CUDA program (.cu)")
     add_options(parser)
     parser.epilog = PROGRAM_ARGS_NOTE
@@ -79,6 +82,28 @@ def execute(args: argparse.Namespace) -> int:
     return verify_programs(args)[0]
 
 
+def _run_both(args: argparse.Namespace, built, prog_args: list[str], entering, steps: list[str]) -> list:
+    """Both built programs run one after the other, each with its copies and path counts."""
+    results = []
+    # One worker thread unless asked otherwise: blocks then run in a fixed
+    # order, so results that depend on it (float atomics) repeat bit for bit.
+    threads = 1 if args.threads is None and args.backend == "cpu" else args.threads
+    with tempfile.TemporaryDirectory(prefix="sirius-verify-") as tmp:
+        # both runs see the same file names (one after the other): a program that prints its
+        # environment prints the same
+        dump, paths = Path(tmp) / "copies.bin", Path(tmp) / "paths.txt"
+        for b, step in zip(built, steps):
+            entering(step)
+            r = cpu.run_program(b.binary, prog_args, capture=True, timeout=args.timeout,
+                                threads=threads, dump=dump, env={**os.environ, region_paths.ENVIRONMENT: str(paths)})
+            r.extra["copies"] = compare.read_dump(dump) if not r.timed_out else []
+            r.extra["paths"] = region_paths.read_counts(paths)
+            dump.unlink(missing_ok=True)
+            paths.unlink(missing_ok=True)
+            results.append(r)
+    return results
+
+
 def verify_programs(args: argparse.Namespace) -> tuple[int, list[region_paths.RegionRuns] | None]:
     """Builds, runs and compares the two programs, printing the verdict; the exit status,
     and per fused region of the optimized program the paths its run took (None when it
@@ -88,29 +113,19 @@ def verify_programs(args: argparse.Namespace) -> tuple[int, list[region_paths.Re
         raise SiriusError("error: --rtol and --atol must not be negative")
     if args.threads is not None and args.threads < 1:
         raise SiriusError("error: --threads must be at least 1")
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        promises = pool.submit(_promise_check, args)
-        jobs = [pool.submit(build, path, args) for path in (args.original, args.optimized)]
-        built = [job.result() for job in jobs]
-        checked = promises.result()
-    results = []
-    # One worker thread unless asked otherwise: blocks then run in a fixed
-    # order, so results that depend on it (float atomics) repeat bit for bit.
-    threads = 1 if args.threads is None and args.backend == "cpu" else args.threads
-    regions = region_paths.regions_of(Path(args.optimized).read_text(errors="replace"))
-    with tempfile.TemporaryDirectory(prefix="sirius-verify-") as tmp:
-        # both runs see the same file names (one after the other): a program that prints its
-        # environment prints the same
-        dump, paths = Path(tmp) / "copies.bin", Path(tmp) / "paths.txt"
-        for b in built:
-            r = cpu.run_program(b.binary, prog_args, capture=True, timeout=args.timeout,
-                                threads=threads, dump=dump, env={**os.environ, region_paths.ENVIRONMENT: str(paths)})
-            r.extra["copies"] = compare.read_dump(dump) if not r.timed_out else []
-            r.extra["paths"] = region_paths.read_counts(paths)
-            dump.unlink(missing_ok=True)
-            paths.unlink(missing_ok=True)
-            results.append(r)
+    steps = ["build both", "run the original", "run the optimized"]
+    # progress for the command itself only (experiment and check, which verify on the way, none)
+    quiet = getattr(args, "verify_quiet", True)
+    with stage_progress(f"verify {Path(args.optimized).name}", steps, quiet) as entering:
+        entering(steps[0])
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            promises = pool.submit(_promise_check, args)
+            jobs = [pool.submit(build, path, args) for path in (args.original, args.optimized)]
+            built = [job.result() for job in jobs]
+            checked = promises.result()
+        results = _run_both(args, built, prog_args, entering, steps[1:])
     orig, opt = results
+    regions = region_paths.regions_of(Path(args.optimized).read_text(errors="replace"))
     counted = opt.extra["paths"] is not None
     runs = region_paths.summarize(regions, opt.extra["paths"]) if counted else None
     print(f"verify: {args.original} (original) vs {args.optimized} (optimized), "
