@@ -41,7 +41,13 @@ class SharedDecl:
     bytes: int
     start: int  # offsets in KernelDecl.body_text of the whole declaration statement
     end: int
-    align: int = 16  # bytes: its type's alignment, at least 16; 128 where the declaration asks for one
+    # bytes: its type's alignment, at least 16; where the declaration asks for one, 128 (or
+    # what it asks, if more; UNKNOWN_ALIGNMENT when the request is not a number)
+    align: int = 16
+    # its element type and extents are the same in every build: builtin or system-header
+    # types, extents of literals and macros (a guard checks each macro the body uses); not
+    # a type or constant the program defines, which a -D value elsewhere may change
+    fixed_size: bool = True
 
 
 @dataclass(frozen=True)
@@ -399,15 +405,52 @@ def _is_kernel(c) -> bool:
     return any(ch.kind == ci.CursorKind.CUDAGLOBAL_ATTR for ch in c.get_children())
 
 
+UNKNOWN_ALIGNMENT = 1 << 30  # a requested alignment that is not a number: more than any pool gives
+_ALIGNMENT_REQUEST = re.compile(r"\b(?:alignas|__align__|aligned)\s*\(\s*([^()]*?)\s*\)")
+# scopes inside a kernel body that are functions of their own: a declaration there is not
+# one of the kernel's statements
+_NESTED_FUNCTIONS = (ci.CursorKind.LAMBDA_EXPR, ci.CursorKind.CXX_METHOD, ci.CursorKind.STRUCT_DECL,
+                     ci.CursorKind.CLASS_DECL, ci.CursorKind.UNION_DECL)
+
+
+def _requested_alignment(text: str) -> int:
+    """The alignment a declaration asks for (0: none): 128 for a number up to 128 (the
+    pool's own), the number when larger, ``UNKNOWN_ALIGNMENT`` when it is not a number."""
+    asked = [m[1] for m in _ALIGNMENT_REQUEST.finditer(text)]
+    if any(not a.isdigit() for a in asked):
+        return UNKNOWN_ALIGNMENT
+    return max((max(128, int(a)) for a in asked), default=0)
+
+
+def _fixed_size(node) -> bool:
+    """Whether the variable's element type and extents are the same in every build: no
+    type the program itself declares (a system header's, such as ``__half``, is fixed) and
+    no named constant in an extent (a macro expands to its literal)."""
+    for n in node.walk_preorder():
+        if n is node:
+            continue
+        if n.kind == ci.CursorKind.DECL_REF_EXPR:
+            return False
+        if n.kind in (ci.CursorKind.TYPE_REF, ci.CursorKind.TEMPLATE_REF):
+            ref = n.referenced
+            if ref is None or ref.location.file is None or not ref.location.is_in_system_header:
+                return False
+    return True
+
+
 def _shared_decls(body, source: bytes) -> tuple[tuple[SharedDecl, ...], bool]:
     """The static ``__shared__`` variables ``body`` declares one per declaration statement,
     and whether it declares any other way (several in one statement, ``extern``, a type
-    that is not a fixed-size array or a scalar)."""
+    that is not a fixed-size array or a scalar, inside a lambda or a local class)."""
     out, other = [], False
     origin = body.extent.start.offset
+    nested = [(n.extent.start.offset, n.extent.end.offset) for n in body.walk_preorder() if n.kind in _NESTED_FUNCTIONS]
     for node in body.walk_preorder():
         if node.kind != ci.CursorKind.VAR_DECL or \
                 not any(ch.kind == ci.CursorKind.CUDASHARED_ATTR for ch in node.get_children()):
+            continue
+        if any(a <= node.extent.start.offset < b for a, b in nested):
+            other = True
             continue
         stmt = next((st for st in body.walk_preorder() if st.kind == ci.CursorKind.DECL_STMT
                      and st.extent.start.offset <= node.extent.start.offset
@@ -425,10 +468,9 @@ def _shared_decls(body, source: bytes) -> tuple[tuple[SharedDecl, ...], bool]:
         if "__shared__" not in text or node.spelling not in text or not text.rstrip().endswith(";"):
             other = True  # written through a macro: its text is not the declaration
             continue
-        asked = "alignas" in text or "__align__" in text
         out.append(SharedDecl(node.spelling, t.spelling, tuple(dims), node.type.get_size(),
                               stmt.extent.start.offset - origin, stmt.extent.end.offset - origin,
-                              max(16, t.get_align(), 128 if asked else 0)))
+                              max(16, t.get_align(), _requested_alignment(text)), _fixed_size(node)))
     return tuple(out), other
 
 

@@ -349,18 +349,23 @@ def base_pointer(buffer: str) -> str:
     return "sirius_base_" + re.sub(r"\W", "_", buffer)
 
 
+def phases_pool(phases: list[KernelIR]) -> int:
+    """Bytes of the one shared pool of a kernel running ``phases`` one after another (a
+    cooperative kernel, waves of cells; a plain fused kernel is one phase): the largest
+    phase's. No phase reads what another left there: every block passes a barrier after
+    each virtual block a phase runs and a grid barrier between two phases, and a fragment
+    never reads pooled bytes it did not write (``shared_overlay``)."""
+    return max((k.pool for k in phases), default=0)
+
+
 def phases_shared(phases: list[KernelIR]) -> tuple[int, int]:
     """Static and dynamic shared bytes per block of one kernel running ``phases`` one after
     another (a cooperative kernel, waves of cells). Static arrays live for the whole kernel:
-    each counts once (a helper's array is one, whichever phase calls it), and each phase's
-    pool (``shared_overlay``) is an array of its own, printed per phase. The dynamic area is
-    reused by every phase: as large as the largest."""
-    arrays: dict = {}
-    for k in phases:
-        for a in k.shared:
-            if not a.dynamic:
-                arrays[(k.group.id, a.symbol) if a.symbol == "sirius_pool" else a.symbol] = a.bytes
-    return sum(arrays.values()), max(k.dynamic_shared for k in phases)
+    each counts once (a helper's array is one, whichever phase calls it), and the pool once,
+    as large as the largest phase needs (``phases_pool``). The dynamic area is reused by
+    every phase: as large as the largest."""
+    arrays = {a.symbol: a.bytes for k in phases for a in k.shared if not a.dynamic and a.symbol != "sirius_pool"}
+    return sum(arrays.values()) + phases_pool(phases), max(k.dynamic_shared for k in phases)
 
 
 def argument_of(p: FusedParam, insts: dict[int, LaunchInstance]):

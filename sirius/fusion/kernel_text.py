@@ -13,7 +13,7 @@ from sirius.analysis.repetition import LAYER
 from sirius.analysis.symbolic import Expr
 from sirius.fusion import kernel_ir as ir
 from sirius.fusion.fragment_text import POOL_ALIGNMENT, fragment_call, strip_restrict
-from sirius.fusion.kernel_ir import KernelIR, WavefrontLaunch, base_pointer
+from sirius.fusion.kernel_ir import KernelIR, WavefrontLaunch, base_pointer, phases_pool
 
 
 def signature(name: str, params: list[str], threads: int | None) -> str:
@@ -106,18 +106,21 @@ def _dispatch(k: KernelIR, insts, decls, block: str, threads: int, indent: str) 
     return body
 
 
-def _locals(k: KernelIR, pool: str = "sirius_pool") -> list[str]:
-    """What a fused kernel defines before its lanes: folded parameters, the shared pool."""
-    body = [f"  {p.definition}" for p in k.params if not p.passed]
-    if k.pool:
-        body.append(f"  __shared__ __align__({POOL_ALIGNMENT}) unsigned char {pool}[{k.pool}];")
+def _locals(kernels: list[KernelIR]) -> list[str]:
+    """What a fused kernel defines before its lanes (running ``kernels``, its phases, one
+    after another): the folded parameters, and the shared pool, one for all phases
+    (``phases_pool``)."""
+    body = [f"  {p.definition}" for k in kernels for p in k.params if not p.passed]
+    pool = phases_pool(kernels)
+    if pool:
+        body.append(f"  __shared__ __align__({POOL_ALIGNMENT}) unsigned char sirius_pool[{pool}];")
     return body
 
 
 def fused_kernel(k: KernelIR, insts, decls) -> str:
     """The text of a fused kernel: one lane runs in every block with the builtin indices;
     several dispatch on the block index, each with its own shape."""
-    body = _locals(k)
+    body = _locals([k])
     if len(k.lanes) == 1:
         g, b = k.lanes[0].grid, k.lanes[0].block
         shapes = (f"dim3({b[0]}, {b[1]}, {b[2]}), dim3({g[0]}, {g[1]}, {g[2]})" if k.constant_shapes
@@ -149,7 +152,7 @@ def _phase_loops(phases: list[KernelIR], insts, decls, threads: int, cells: str 
                     "sirius_vb += gridDim.x) {")
         body += prologue(k, blocks) if prologue is not None else []
         lanes = _dispatch(k, insts, decls, f"sirius_vb % {blocks}u" if cells else "sirius_vb", threads, "    ")
-        body += [line.replace("sirius_pool +", f"sirius_pool_{k.group.id} +") for line in lanes]
+        body += lanes
         body.append("    __syncthreads();  // the next virtual block reuses this block's shared memory")
         body.append("  }")
     return body
@@ -159,8 +162,7 @@ def cooperative_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
     """One kernel running ``phases`` (the groups of a region) in order, a grid barrier
     between them; each phase a loop over its blocks as virtual blocks of this grid, so the
     grid can be as large as what is resident at once (the occupancy API) and no larger."""
-    body = [line for k in phases for line in _locals(k, f"sirius_pool_{k.group.id}")]
-    body += _phase_loops(phases, insts, decls, plan.threads)
+    body = _locals(phases) + _phase_loops(phases, insts, decls, plan.threads)
     params = [strip_restrict(p.declared) for k in phases for p in k.params if p.passed]
     return (f"// cooperative fusion of region {plan.region}: {len(phases)} phases, grid barriers between them\n"
             f"{signature(plan.name, params, plan.threads)} {{\n" + "\n".join(body) + "\n}\n")
@@ -191,7 +193,7 @@ def cell_wave_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
     a loop over (cell, block of the phase) virtual blocks; after the last wave, the last
     step's private values copied to where the original program left them."""
     rep = plan.repetition
-    locals_ = [line for k in phases for line in _locals(k, f"sirius_pool_{k.group.id}")]
+    locals_ = _locals(phases)
     def cell(k: KernelIR, blocks: int) -> list[str]:
         lines = [f"    const int sirius_layer = sirius_lo + (int)(sirius_vb / {blocks}u);",
                  "    const int sirius_step = sirius_w - sirius_layer;", "    (void)sirius_step;"]

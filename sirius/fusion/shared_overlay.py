@@ -12,22 +12,37 @@ may use the same bytes only with a barrier between them (one placed there, or th
 barrier of a fragment in between that every thread passes): the pass adds no barrier,
 it starts a fragment at offset 0 where one stands since the last pooled fragment and
 after the bytes of the pooled fragments before it otherwise. N is the most any stretch
-between barriers needs.
+between barriers needs. The phases of one cooperative launch hold one pool, as large as
+the largest phase's (``kernel_ir.phases_pool``): a grid barrier stands between two phases,
+and a barrier after every virtual block a phase runs; so pooling pays there even for a
+phase of one fragment, and is judged for the launch, its phases together.
 
 A kernel is pooled only when every static shared array it uses is declared in its own
-body, one per declaration statement, with a fixed size (not in a helper, not ``extern``,
-not a template instance's dependent type), and no wave kernel runs it (one fragment
-function serves every fused kernel that runs the kernel, so the choice is per kernel).
+body (not in a helper, a lambda or a local class), one per declaration statement, with a
+size the same in every build (not ``extern``, not a template instance's dependent type,
+no type or named constant the program defines: the offsets are baked in, and a ``-D``
+value the guard does not check could change them; ``source_index.SharedDecl.fixed_size``),
+aligned to at most the pool's 128 bytes, in a body that neither names an array's type
+(``decltype``) nor jumps (``goto``, ``switch``) past a declaration; and no wave kernel runs
+it (one fragment function serves every fused kernel that runs the kernel, so the choice is
+per kernel).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from sirius.analysis.program_model import ProgramModel
-from sirius.fusion.kernel_ir import Fragment, KernelIR, Lane, BlockSharedArray
+from sirius.fusion.kernel_ir import BlockSharedArray, Fragment, KernelIR, KernelRole, Lane, phases_shared
 from sirius.fusion.redundant_barriers import stands_between
 from sirius.fusion.fragment_text import POOL_ALIGNMENT, pool_layout
+
+
+# a reference into the pool is not the array it replaces where the body names the array's
+# type (decltype) or jumps past the declaration (goto, a case label after it): such a body
+# keeps its arrays
+_TYPE_OR_JUMP = re.compile(r"\b(?:decltype|goto|switch)\b")
 
 
 def _poolable(model: ProgramModel, kernels: list[KernelIR]) -> set[str]:
@@ -41,7 +56,8 @@ def _poolable(model: ProgramModel, kernels: list[KernelIR]) -> set[str]:
             decl = model.kernel_decls.get(kernel.mangled)
             static = [a for a in kernel.shared if not a.dynamic]
             if decl is None or not static or decl.shared_unlisted or decl.template_params \
-                    or kernel.mangled in in_waves or any(d.align > POOL_ALIGNMENT for d in decl.shared_decls):
+                    or kernel.mangled in in_waves or _TYPE_OR_JUMP.search(decl.body_text) \
+                    or any(d.align > POOL_ALIGNMENT or not d.fixed_size for d in decl.shared_decls):
                 continue
             if {a.name for a in static} <= {d.name for d in decl.shared_decls}:
                 out.add(kernel.mangled)
@@ -82,25 +98,53 @@ def _pooled(k: KernelIR, model: ProgramModel, poolable: set[str], insts) -> tupl
         size = max(size, need)
     pooled_symbols = {a.symbol for i in pooled for a in insts[i].kernel.shared if not a.dynamic}
     kept = tuple(a for a in k.shared if a.dynamic or a.symbol not in pooled_symbols)
-    shared = kept + (BlockSharedArray("sirius_pool", size, False, tuple(f.launch for f in frags if f.launch in pooled)),)
+    users = tuple(f.launch for f in frags if f.launch in pooled)
+    shared = kept + (BlockSharedArray("sirius_pool", size, False, users),)
     static = sum(a.bytes for a in kept if not a.dynamic) + size
     return dataclasses.replace(k, lanes=tuple(lanes), shared=shared, static_shared=static, pool=size), static
 
 
+def _launched_together(kernels: list[KernelIR]) -> list[list[int]]:
+    """The kernels (indices) one launch runs: a cooperative launch's phases together (they
+    hold one pool, ``kernel_ir.phases_pool``), every other kernel alone."""
+    units: dict[object, list[int]] = {}
+    for n, k in enumerate(kernels):
+        units.setdefault(("region", k.group.region) if k.role is KernelRole.PHASE else ("kernel", n), []).append(n)
+    return list(units.values())
+
+
 def overlay_shared_memory(kernels: list[KernelIR], model: ProgramModel) -> tuple[list[KernelIR], list[str]]:
     """Each fused kernel with its fragments' static shared arrays in one pool (see the module
-    docstring), where that makes every fused kernel running them smaller; and per kernel the
-    bytes saved."""
+    docstring), where that makes every launch running them smaller (a cooperative launch
+    counts its phases together: one pool serves them all); and per kernel the bytes saved."""
     insts = model.instances()
     poolable = _poolable(model, kernels)
+    units = _launched_together(kernels)
     while True:  # a kernel is pooled everywhere or nowhere: drop those of a kernel the pool does not shrink
         results = [_pooled(k, model, poolable, insts) for k in kernels]
-        worse = {insts[f.launch].kernel.mangled for k, (_, static) in zip(kernels, results)
-                 if static >= k.static_shared for lane in k.lanes for f in lane.fragments}
+        worse = set()
+        for unit in units:
+            if len(unit) == 1:
+                before, after = kernels[unit[0]].static_shared, results[unit[0]][1]
+            else:
+                before = phases_shared([kernels[n] for n in unit])[0]
+                after = phases_shared([results[n][0] for n in unit])[0]
+            if after >= before:
+                worse |= {insts[f.launch].kernel.mangled for n in unit for lane in kernels[n].lanes
+                          for f in lane.fragments}
         if not worse & poolable:
             break
         poolable -= worse
-    report = [f"{k.name}: shared memory {k.static_shared} -> {static} bytes per block "
-              f"({sum(1 for a in k.shared if a.symbol not in {b.symbol for b in new.shared})} arrays in one pool)"
-              for k, (new, static) in zip(kernels, results) if new is not k]
-    return [new for new, _ in results], report
+    pooled = [new for new, _ in results]
+    report = []
+    for unit in units:
+        if all(pooled[n] is kernels[n] for n in unit):
+            continue
+        old_kernels, new_kernels = [kernels[n] for n in unit], [pooled[n] for n in unit]
+        arrays = sum(1 for k, new in zip(old_kernels, new_kernels)
+                     for a in k.shared if a.symbol not in {b.symbol for b in new.shared})
+        name = new_kernels[0].name if len(unit) == 1 else \
+            f"the {len(unit)} phases of one cooperative launch ({', '.join(k.name for k in new_kernels)})"
+        report.append(f"{name}: shared memory {phases_shared(old_kernels)[0]} -> {phases_shared(new_kernels)[0]} "
+                      f"bytes per block ({arrays} arrays in one pool)")
+    return pooled, report

@@ -33,7 +33,7 @@ import islpy as isl
 from sirius.analysis.kernel_model import BLOCK_SYMBOLS, THREAD_SYMBOLS
 from sirius.analysis.program_model import host_domain, statement_runs
 from sirius.core.target import H100, Target
-from sirius.fusion.kernel_ir import CellWavesLaunch
+from sirius.fusion.kernel_ir import CellWavesLaunch, CooperativeLaunch, phases_shared
 from sirius.fusion.shared_limits import block_shared_bytes
 
 UNBOUNDED_TRIPS = 8  # trips assumed for a kernel loop the analysis cannot bound (a tree reduction's log2)
@@ -322,8 +322,9 @@ def _cooperative_shape(name: str, threads: int, phases: tuple[LaunchShape, ...],
                        registers: dict[str, int]) -> LaunchShape:
     """One cooperative launch running ``phases`` in order, a grid barrier between each two.
     Each phase runs its virtual blocks on the blocks of the one kernel: as many as the kernel's
-    block size, its shared memory (every phase's static arrays at once) and its registers
-    (the kernel's from ptxas, else the most any phase's kernel uses) let a multiprocessor hold,
+    block size, its shared memory (every phase's static arrays at once, one pool for all phases:
+    ``kernel_ir.phases_shared``) and its registers (the kernel's from ptxas, else the most any
+    phase's kernel uses) let a multiprocessor hold,
     which is fewer than a phase's own kernel held where the others' arrays or registers crowd
     it out; a phase of larger blocks than the kernel's runs its threads in turns."""
     kernel_registers = registers.get(name) or max((p.registers or 0 for p in phases), default=0) or None
@@ -333,12 +334,6 @@ def _cooperative_shape(name: str, threads: int, phases: tuple[LaunchShape, ...],
     return LaunchShape(name, max(p.blocks for p in phases), threads, shared_bytes,
                        sum(p.global_bytes for p in phases), ThreadWork(), grid_syncs=len(phases) - 1,
                        registers=kernel_registers, phases=resident)
-
-
-def _kernel_shared_bytes(state, statements) -> int:
-    """The shared memory of a block of the kernel that runs these launch statements."""
-    wanted = set(statements)
-    return sum(block_shared_bytes([i for i in state.model.launches if i.statement.index in wanted]))
 
 
 def optimized_launches(state, costs: StatementCosts | None = None) -> list[tuple[LaunchShape, int]]:
@@ -368,18 +363,19 @@ def optimized_launches(state, costs: StatementCosts | None = None) -> list[tuple
         per_wave = cells / max(wave.waves, 1)
         shapes[g.id] = (replace(cell, blocks=math.ceil(cell.blocks * per_wave),
                                 global_bytes=cell.global_bytes * per_wave), wave.waves)
-    for plan in (launch.plan for launch in state.program.of_kind(CellWavesLaunch)):  # each wave one launch:
-        # its share of the cells side by side
-        rep = plan.repetition
+    for launch in state.program.of_kind(CellWavesLaunch):  # each wave one launch: its share of the cells
+        # side by side
+        plan, rep = launch.plan, launch.plan.repetition
         per_wave = rep.steps * rep.copies / plan.waves
         phases = tuple(replace(shapes[p][0], blocks=math.ceil(shapes[p][0].blocks * per_wave),
                                global_bytes=shapes[p][0].global_bytes * per_wave) for p in plan.phases)
         if plan.persistent:  # one launch: every wave's phases, a grid barrier between each two
             phases = phases * plan.waves
-        shared = _kernel_shared_bytes(state, [i for row in rep.statements for i in row])
+        shared = sum(phases_shared(list(launch.phases)))
         out.append((_cooperative_shape(plan.name, plan.threads, phases, shared, registers), plan.launches))
     in_cells = {p for plan in sched.cell_waves.values() for p in plan.phases}
-    groups_by_id = {g.id: g for g in sched.groups}
+    cooperative_shared = {launch.plan.region: sum(phases_shared(list(launch.phases)))
+                          for launch in state.program.of_kind(CooperativeLaunch)}
     for g in sched.groups:
         plan = sched.cooperative.get(g.region)
         if g.id in in_cells:
@@ -388,8 +384,8 @@ def optimized_launches(state, costs: StatementCosts | None = None) -> list[tuple
             out.append(shapes[g.id])
         elif g.id == plan.phases[0]:  # the region's one cooperative launch, as often as its first phase ran
             phases = tuple(shapes[p][0] for p in plan.phases)
-            shared = _kernel_shared_bytes(state, [i for p in plan.phases for i in groups_by_id[p].launches])
-            out.append((_cooperative_shape(plan.name, plan.threads, phases, shared, registers), shapes[g.id][1]))
+            out.append((_cooperative_shape(plan.name, plan.threads, phases, cooperative_shared[g.region], registers),
+                        shapes[g.id][1]))
     for inst in state.model.launches:
         if inst.statement.index not in grouped:
             out.append((costs.shapes[inst.statement.index], costs.runs[inst.statement.index]))

@@ -136,3 +136,69 @@ def test_a_phase_whose_kernel_calls_an_index_helper_is_refused():
     state = optimized(ROOT / "tests" / "probes" / "index_helper.cu")
     assert not state.schedule.cooperative
     assert any("not one cooperative launch: scale_a calls gid" in r.reason for r in state.schedule.refusals)
+
+
+POOLS = ROOT / "tests" / "fusion" / "programs" / "cooperative_phase_pools.cu"
+
+
+def test_the_phases_of_a_cooperative_launch_hold_one_pool(tmp_path):
+    """Three phases, each reducing through a static shared array of its own (1 KB, 2 KB,
+    512 B): the cooperative kernel holds one pool as large as the largest, 2048 bytes, not
+    3584 (a grid barrier stands between two phases); the same result on the CPU backend,
+    also with three blocks resident (each runs many virtual blocks) and with the fallback."""
+    out = tmp_path / "pools.cu"
+    proc = subprocess.run([SIRIUS, "optimize", str(POOLS), "--cooperative", "-o", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and "one cooperative launch, 3 phases, 2 grid barriers" in proc.stdout, proc.stderr
+    assert "the 3 phases of one cooperative launch" in proc.stdout and "3584 -> 2048 bytes" in proc.stdout
+    text = out.read_text()
+    assert text.count("unsigned char sirius_pool[") == 1 and "unsigned char sirius_pool[2048];" in text
+    for blocks in (None, 3, 0):
+        flags = [] if blocks is None else [f"-DSIRIUS_COOPERATIVE_MAX_BLOCKS={blocks}"]
+        verify = subprocess.run([SIRIUS, "verify", str(POOLS), str(out), *flags], capture_output=True, text=True)
+        assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
+        took = "no cooperative launch on this device 1" if blocks == 0 else "cooperative launch 1"
+        assert took in verify.stdout, verify.stdout
+
+
+ACC = "  __shared__ float acc[2 * THREADS];"
+# declarations whose bytes the pool cannot take over: the element type or an extent named by
+# the program (a -D value elsewhere changes them, and the offsets are baked in), a larger
+# alignment than the pool's, the array's type named in the body, a jump past it, a lambda's
+PINNED = {
+    "a type the program names": (("#define THREADS 256", "#define THREADS 256\n#ifdef WIDE\ntypedef double real;\n"
+                                  "#else\ntypedef float real;\n#endif"), (ACC, "  __shared__ real acc[2 * THREADS];"),
+                                 "-DWIDE"),
+    "a constant the program names": (("#define THREADS 256", "#define THREADS 256\n#ifndef ACC_SIZE\n#define ACC_SIZE 512\n"
+                                      "#endif\nconstexpr int kAcc = ACC_SIZE;"),
+                                     (ACC, "  __shared__ float acc[kAcc];"), "-DACC_SIZE=1024"),
+    "a larger alignment": ((ACC, "  __shared__ alignas(512) float acc[2 * THREADS];"),),
+    "its type named": ((ACC, ACC + "\n  static_assert(sizeof(decltype(acc)) == 2048, \"\");"),),
+    "a lambda's array beside it": ((ACC, ACC + "\n  auto zero = [](int i) { __shared__ float scratch[32]; "
+                                          "scratch[i % 32] = 0.0f; return scratch[i % 32]; };"),
+                                   ("  acc[THREADS + threadIdx.x] = 0.0f;", "  acc[THREADS + threadIdx.x] = zero(threadIdx.x);")),
+    "a jump past it": (("  if (threadIdx.x == 0) sum[0]", "  if (threadIdx.x != 0) goto done;\n  sum[0]"),
+                       ("acc[0] + acc[THREADS];\n}", "acc[0] + acc[THREADS];\ndone:;\n}")),
+}
+
+
+@pytest.mark.parametrize("what", sorted(PINNED))
+def test_a_shared_array_the_pool_cannot_take_over_keeps_its_own_bytes(tmp_path, what):
+    """The red team's pool findings, one program each: ``total``'s array stays its own
+    (the other phases are still pooled), and the cooperative launch computes what the
+    original did, also when rebuilt with the -D value that changes the array."""
+    *edits, rebuilt = PINNED[what] if isinstance(PINNED[what][-1], str) else (*PINNED[what], None)
+    text = POOLS.read_text()
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new)
+    program, out = tmp_path / "pinned.cu", tmp_path / "pinned.opt.cu"
+    program.write_text(text)
+    proc = subprocess.run([SIRIUS, "optimize", str(program), "--cooperative", "-o", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and "one cooperative launch, 3 phases" in proc.stdout, proc.stdout + proc.stderr
+    emitted = out.read_text()
+    assert "(&acc)" not in emitted and "(&buf)[256]" in emitted
+    for flags in ([], [rebuilt] if rebuilt else []):
+        verify = subprocess.run([SIRIUS, "verify", str(program), str(out), *flags], capture_output=True, text=True)
+        assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
