@@ -23,7 +23,7 @@ def signature(name: str, params: list[str], threads: int | None) -> str:
     return f"__global__ void {bounds}{name}({', '.join(params)})"
 
 
-def lane_body(lane: ir.Lane, insts, decls, indices: str, indent: str) -> list[str]:
+def _lane_body(lane: ir.Lane, insts, decls, indices: str, indent: str) -> list[str]:
     out = []
     bid, tid = (x.strip() for x in indices.split(",")[:2])
     for step in lane.body:
@@ -81,26 +81,26 @@ def _dispatch(k: KernelIR, insts, decls, block: str, threads: int, indent: str) 
         indices = "sirius_bid, sirius_tid, sirius_bdim, sirius_gdim"
         if lane.threads == threads:
             body.append(f"{inner}{tid}")
-            body += lane_body(lane, insts, decls, indices, inner)
+            body += _lane_body(lane, insts, decls, indices, inner)
         elif lane.threads > threads:  # a larger block: its threads in turns (they share nothing: fusion.cooperative)
             body.append(f"{inner}for (unsigned sirius_turn = sirius_thread; sirius_turn < {lane.threads}u; "
                         f"sirius_turn += {threads}u) {{")
             body.append(f"{inner}  {tid.replace('sirius_thread', 'sirius_turn')}")
-            body += lane_body(lane, insts, decls, indices, inner + "  ")
+            body += _lane_body(lane, insts, decls, indices, inner + "  ")
             body.append(f"{inner}}}")
         elif not any(isinstance(step, ir.LaneBarrier) for step in lane.body):
             body.append(f"{inner}if (sirius_thread < {lane.threads}u) {{  // this fragment's block is smaller")
             body.append(f"{inner}  {tid}")
-            body += lane_body(lane, insts, decls, indices, inner + "  ")
+            body += _lane_body(lane, insts, decls, indices, inner + "  ")
             body.append(f"{inner}}}")
         else:  # every thread of the block reaches each barrier; only the lane's threads run fragments
             body.append(f"{inner}{tid}")
             for part in _between_barriers(lane):
                 if isinstance(part, ir.LaneBarrier):
-                    body += lane_body(dataclasses.replace(lane, body=(part,)), insts, decls, indices, inner)
+                    body += _lane_body(dataclasses.replace(lane, body=(part,)), insts, decls, indices, inner)
                     continue
                 body.append(f"{inner}if (sirius_thread < {lane.threads}u) {{  // this fragment's block is smaller")
-                body += lane_body(dataclasses.replace(lane, body=part), insts, decls, indices, inner + "  ")
+                body += _lane_body(dataclasses.replace(lane, body=part), insts, decls, indices, inner + "  ")
                 body.append(f"{inner}}}")
     body.append(f"{indent}}}")
     return body
@@ -125,7 +125,7 @@ def fused_kernel(k: KernelIR, insts, decls) -> str:
         g, b = k.lanes[0].grid, k.lanes[0].block
         shapes = (f"dim3({b[0]}, {b[1]}, {b[2]}), dim3({g[0]}, {g[1]}, {g[2]})" if k.constant_shapes
                   else "blockDim, gridDim")
-        body += lane_body(k.lanes[0], insts, decls, f"blockIdx, threadIdx, {shapes}", "  ")
+        body += _lane_body(k.lanes[0], insts, decls, f"blockIdx, threadIdx, {shapes}", "  ")
     else:
         body += _dispatch(k, insts, decls, "blockIdx.x", k.threads, "  ")
     members = ", ".join(insts[f.launch].kernel.name for lane in k.lanes for f in lane.fragments)
@@ -267,7 +267,7 @@ def wavefront_kernel(launch: WavefrontLaunch, insts, decls) -> str:
             else:
                 value = arg.value.to_c() if arg.value is not None else arg.text
             body.append(f"  {ptype} {p.name} = {value};")
-    body += lane_body(lane, insts, decls, "sirius_bid, sirius_tid, sirius_bdim, sirius_gdim", "  ")
+    body += _lane_body(lane, insts, decls, "sirius_bid, sirius_tid, sirius_bdim, sirius_gdim", "  ")
     members = ", ".join(insts[f.launch].kernel.name for f in lane.fragments)
     return (f"// wavefront of {members}: block range k of the launch is cell ({wave.outer}, {wave.inner}) "
             f"with {wave.outer} + {wave.inner} = sirius_w\n"
