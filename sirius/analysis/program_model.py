@@ -127,6 +127,15 @@ class ProgramModel:
         """The launch instances by the index of their launch statement."""
         return {i.statement.index: i for i in self.launches}
 
+    def launch(self, index: int) -> LaunchInstance:
+        """The launch instance of launch statement ``index`` (KeyError if the program has
+        none: a statement that is not a launch, or a launch of no kernel it defines)."""
+        cached = self.__dict__.get("_launch_by_index")
+        if cached is None or cached[0] is not self.launches or len(cached[1]) != len(self.launches):
+            cached = (self.launches, self.instances())
+            self.__dict__["_launch_by_index"] = cached
+        return cached[1][index]
+
 
 # ------------------------------------------------------------- isl building
 

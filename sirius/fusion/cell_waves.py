@@ -189,12 +189,11 @@ def plan_cell_waves(model: ProgramModel, schedule: Schedule, rep: Repetition) ->
     """The waves of ``rep``'s cells, or why not (see the module docstring)."""
     launches = tuple(idx for row in rep.statements for idx in row)
     why = lambda r: no_waves(launches, r)
-    insts = model.instances()
     for idx in rep.statements[REPRESENTATIVE]:
-        problem = fragment_problem(model, insts[idx])
+        inst = model.launch(idx)
+        problem = fragment_problem(model, inst)
         if problem is not None:
-            return why(f"{insts[idx].kernel.name} (line {insts[idx].statement.line}) cannot be a fragment: "
-                       f"{problem.text}")
+            return why(f"{inst.kernel.name} (line {inst.statement.line}) cannot be a fragment: {problem.text}")
     groups = _cell_groups(schedule, rep)
     uneven = _stride_problem(rep)
     if uneven is not None:
@@ -229,7 +228,7 @@ def plan_cell_waves(model: ProgramModel, schedule: Schedule, rep: Repetition) ->
         return why("isl's scheduler finds no permutable band over (step, layer)")
     wave_for, lo, hi = wave_loop("s", "l", f"0 <= s < {rep.steps} and 0 <= l < {rep.copies}")
     threads = cooperative_threads(model, groups)
-    bases = sorted({arg.buffer for idx in launches for _, arg in insts[idx].bindings if arg.kind == "buffer"})
+    bases = sorted({arg.buffer for idx in launches for _, arg in model.launch(idx).bindings if arg.kind == "buffer"})
     regions = tuple(sorted({g.region for g in schedule.groups if set(g.launches) & set(launches)}))
     if any(not set(r.launches) <= set(launches) for r in schedule.regions if r.id in regions):
         return why("a region of the loop body holds launches outside the pattern")

@@ -69,8 +69,7 @@ class CooperativeRegion:
 
 
 def _threads(model: ProgramModel, group: FusionGroup) -> int:
-    insts = model.instances()
-    return max(_product(insts[lane.launches[0]].statement.block.constant()) for lane in group.lanes)
+    return max(_product(model.launch(lane.launches[0]).statement.block.constant()) for lane in group.lanes)
 
 
 def _product(d) -> int:
@@ -79,10 +78,9 @@ def _product(d) -> int:
 
 def phases_problem(model: ProgramModel, schedule: Schedule, groups: list[FusionGroup]) -> str | None:
     """Why this region's groups cannot be phases of one cooperative kernel (None: they can)."""
-    insts = model.instances()
     if any(g.id in schedule.wavefronts for g in groups):
         return "a wavefront runs in the region (its waves are launches of their own)"
-    launches = [insts[i] for g in groups for i in g.launches]
+    launches = [model.launch(i) for g in groups for i in g.launches]
     for inst in launches:
         s = inst.statement
         if s.grid is None or s.block is None or s.grid.constant() is None or s.block.constant() is None:
@@ -109,22 +107,22 @@ def phases_problem(model: ProgramModel, schedule: Schedule, groups: list[FusionG
         return threads
     for g in groups:
         for lane in g.lanes:
-            inst = insts[lane.launches[0]]
+            inst = model.launch(lane.launches[0])
             size = _product(inst.statement.block.constant())
             if size == threads:
                 continue
-            partial = (next((insts[i] for i in lane.launches if insts[i].kernel.warp_ops), None)
+            partial = (next((model.launch(i) for i in lane.launches if model.launch(i).kernel.warp_ops), None)
                        if size % WARP_SIZE else None)
             if partial is not None and size < threads:
                 return (f"{partial.kernel.name} (line {partial.statement.line}) uses warp operations in blocks of {size} "
                         "threads, part of a warp: the rest of that warp, elsewhere in the cooperative kernel, would "
                         "never reach them")
             if _synchronizes(model, g):
-                problem = _narrow_problem(model, [insts[i] for i in lane.launches], size)
+                problem = _narrow_problem(model, [model.launch(i) for i in lane.launches], size)
                 if problem is not None:
                     return problem
             elif size > threads:  # its threads run in turns: they must not talk to each other
-                talker = next((insts[i] for i in lane.launches if insts[i].kernel.warp_ops or insts[i].kernel.shared),
+                talker = next((t for t in map(model.launch, lane.launches) if t.kernel.warp_ops or t.kernel.shared),
                               None)
                 if talker is not None:
                     return (f"{talker.kernel.name} (line {talker.statement.line}) runs in blocks of {size} threads, "
@@ -156,8 +154,7 @@ def _narrow_problem(model: ProgramModel, launches, size: int) -> str | None:
 
 def _synchronizes(model: ProgramModel, group: FusionGroup) -> bool:
     """The group's blocks reach barriers: its kernels' own, or those placed between fragments."""
-    insts = model.instances()
-    return len(group.launches) > 1 or any(insts[i].kernel.barriers for i in group.launches)
+    return len(group.launches) > 1 or any(model.launch(i).kernel.barriers for i in group.launches)
 
 
 def cooperative_threads(model: ProgramModel, groups: list[FusionGroup]) -> int | str:

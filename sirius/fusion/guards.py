@@ -101,9 +101,9 @@ def build_conditions(model: ProgramModel, launches, macros: dict[str, str]) -> l
     """Conditions that the program's macros used by ``launches`` (their statements, their
     kernels, the device functions) expand as they did when it was optimized
     (analysis.build_macros): a rebuild with other ``-D`` values takes the original path."""
-    insts = model.instances()
-    ranges = [insts[i].site.range for i in launches if insts[i].site is not None]
-    ranges += [d.range for d in (model.kernel_decls.get(insts[i].kernel.mangled) for i in launches) if d is not None]
+    insts = [model.launch(i) for i in launches]
+    ranges = [inst.site.range for inst in insts if inst.site is not None]
+    ranges += [d.range for d in (model.kernel_decls.get(inst.kernel.mangled) for inst in insts) if d is not None]
     return macro_conditions(model.source.macros_in(ranges + model.source.device_function_ranges), macros)
 
 

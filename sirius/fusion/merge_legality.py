@@ -79,7 +79,6 @@ class RegionLegality:
     def __init__(self, model: ProgramModel, uar: UAR, region: Region):
         self.model = model
         self.region = region
-        self.inst = model.instances()
         members = set(region.launches)
         self.deps = [d for d in uar.dependences if d.src in members and d.dst in members and d.same_iteration
                      and d.src != d.dst]
@@ -124,7 +123,7 @@ class RegionLegality:
                 if (d.src == m and d.dst in sb) or (d.dst == m and d.src in sb)]
 
     def lane_config(self, lane: list[int]):
-        return _config(self.inst[lane[0]].statement)
+        return _config(self.model.launch(lane[0]).statement)
 
     # ---------------------------------------------------------- vertical
     def vertical(self, ga: DraftGroup, gb: DraftGroup, connected: bool, graph: nx.DiGraph, ia: int,
@@ -157,7 +156,7 @@ class RegionLegality:
         if not self.same_configuration(ga, gb):
             unknown = [g for g in (ga, gb) if self.lane_config(g.lanes[0]) is None]
             if unknown:  # a shape from argv or data: fusing would assume one value for all runs
-                stmt = self.inst[unknown[0].lanes[0][0]].statement
+                stmt = self.model.launch(unknown[0].lanes[0][0]).statement
                 return Problem(RefusalKind.SHAPE_UNKNOWN,
                                f"launch configuration at line {stmt.line} is not known when optimizing "
                                f"(grid {stmt.grid}, block {stmt.block}); a fused kernel would hold for one "
@@ -185,13 +184,13 @@ class RegionLegality:
 
     def lane_hazard(self, lane: list[int]) -> Problem | None:
         for pos, idx in enumerate(lane[:-1]):
-            exits = [e for e in self.inst[idx].kernel.early_exits if e.reaches_barrier]
+            exits = [e for e in self.model.launch(idx).kernel.early_exits if e.reaches_barrier]
             if exits:
                 return Problem(RefusalKind.EARLY_EXIT,
-                               f"{self.inst[idx].kernel.name} returns early (line {exits[0].line}) before a "
+                               f"{self.model.launch(idx).kernel.name} returns early (line {exits[0].line}) before a "
                                "barrier; inside a fused kernel the returning threads would not exit and later "
                                "barriers would pair up differently")
-        dynamic = [i for i in lane if any(s.dynamic for s in self.inst[i].kernel.shared)]
+        dynamic = [i for i in lane if any(s.dynamic for s in self.model.launch(i).kernel.shared)]
         if len(dynamic) > 1:
             return _DYNAMIC_SHARED
         return self.shared_problem(lane)
@@ -212,7 +211,7 @@ class RegionLegality:
         return self._active_cache[idx]
 
     def _compute_active(self, idx: int) -> isl.Set:
-        inst = self.inst[idx]
+        inst = self.model.launch(idx)
         dom = None
         for m in instance_maps(inst.statement, inst.kernel, inst.bindings, dims=list(_BLOCK_AND_THREAD_DIMS)):
             d = isl.Map(m.isl).domain()
@@ -240,10 +239,10 @@ class RegionLegality:
         anchor = lane[0]
         if self.lane_config(lane) is None or self.lane_config([m]) is None:
             return None
-        if not is_mapping_kernel(self.inst[m].kernel):
+        if not is_mapping_kernel(self.model.launch(m).kernel):
             return None
-        if index_helpers(self.model, self.inst[m]):
-            return helper_problem(self.model, self.inst[m])
+        if index_helpers(self.model, self.model.launch(m)):
+            return helper_problem(self.model, self.model.launch(m))
         if any(d.src == m and d.dst in lane for d in self.deps):
             return _not_reindexable("the launch would have to run before a fragment it feeds")
         to_anchor = [d for d in self.deps if d.src == anchor and d.dst == m]
@@ -296,24 +295,25 @@ class RegionLegality:
         if widest > target_for(self.model.arch).max_block_threads:
             return Problem(RefusalKind.BLOCK_TOO_LARGE, "block too large")
         for lane, t in zip(lanes, threads):
-            if t != widest and any(self.inst[i].kernel.barriers for i in lane):
+            if t != widest and any(self.model.launch(i).kernel.barriers for i in lane):
                 return Problem(RefusalKind.BLOCK_SIZES_DIFFER,
                                "fragments with barriers need every thread of the block; their block sizes differ "
                                f"({t} vs {widest})")
-            if t != widest and any(self.inst[i].kernel.warp_ops for i in lane) and t % WARP_SIZE:
+            if t != widest and any(self.model.launch(i).kernel.warp_ops for i in lane) and t % WARP_SIZE:
                 return Problem(RefusalKind.PARTIAL_WARPS,
                                "warp operations in a fragment whose block is not a whole number of warps")
-        dyn = [i for lane in lanes for i in lane if any(s.dynamic for s in self.inst[i].kernel.shared)]
+        dyn = [i for lane in lanes for i in lane if any(s.dynamic for s in self.model.launch(i).kernel.shared)]
         if len(dyn) > 1:
             return _DYNAMIC_SHARED
-        remapped = next((self.inst[i] for lane in lanes for i in lane if index_helpers(self.model, self.inst[i])),
+        launch = self.model.launch
+        remapped = next((launch(i) for lane in lanes for i in lane if index_helpers(self.model, launch(i))),
                         None)
         if remapped is not None:
             return helper_problem(self.model, remapped)
         return self.shared_problem([i for lane in lanes for i in lane])
 
     def shared_problem(self, launches: list[int]) -> Problem | None:
-        why = shared_limit_problem(self.model, [self.inst[i] for i in launches])
+        why = shared_limit_problem(self.model, [self.model.launch(i) for i in launches])
         return None if why is None else Problem(RefusalKind.SHARED_MEMORY, why)
 
 

@@ -197,10 +197,9 @@ def broken_promises(kernel: str, uses: list[PointerUse], restrict: set[str],
 # ------------------------------------------------------------------ the pass
 
 def group_uses(model: ProgramModel, group: FusionGroup) -> list[PointerUse]:
-    insts = model.instances()
     uses = []
     for idx in group.launches:
-        inst = insts[idx]
+        inst = model.launch(idx)
         decl = model.kernel_decls.get(inst.kernel.mangled)
         spelled = [name for name, _ in decl.params] if decl else []
         name_of = lambda j, name, idx=idx, spelled=spelled: fused_param_name(

@@ -105,12 +105,11 @@ def _removable(inst: LaunchInstance, unneeded) -> frozenset[int]:
 def _own_barriers_to_remove(kernels: list[KernelIR], model: ProgramModel) -> dict[str, frozenset[int]]:
     """Per kernel (mangled name), the lines of its own barriers that no launch it runs for
     in a fused kernel needs, and that its source text shows unambiguously."""
-    insts = model.instances()
     cache: dict = {}
     per_kernel: dict[str, frozenset[int]] = {}
     for k in kernels:
         for f in (f for lane in k.lanes for f in lane.fragments):
-            inst = insts[f.launch]
+            inst = model.launch(f.launch)
             # a wave kernel runs the fragment for every cell of a wave, not only this launch
             lines = _roleless_barriers(inst, cache) if not k.role.per_cell else frozenset()
             name = inst.kernel.mangled

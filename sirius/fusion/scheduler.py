@@ -66,8 +66,8 @@ class _RegionScheduler:
                   reindexed: bool = False) -> Problem | float | None:
         """The policy's answer on the legal merge of ``joining`` into ``lanes``: the refusal's
         problem when it declines it, else its priority (None: make it now, first fit)."""
-        inst = self.legal.inst
-        merge = Merge.of(kind, [[inst[i] for i in lane] for lane in lanes], [inst[i] for i in joining],
+        launch = self.legal.model.launch
+        merge = Merge.of(kind, [[launch(i) for i in lane] for lane in lanes], [launch(i) for i in joining],
                          dependent, reindexed)
         if not accepts(self.policy, merge):
             return Problem(RefusalKind.POLICY, declined(self.policy, merge))
@@ -263,8 +263,7 @@ def wavefront_declined(model: ProgramModel, policy: FusionPolicy, group: FusionG
 def waves_declined(model: ProgramModel, policy: FusionPolicy, lanes: list[list[int]]) -> Refusal | None:
     """None when ``policy`` takes legal waves over ``lanes`` (a wavefront's lane, or the
     copies of a repeated layer pattern, one lane each); the refusal when it declines them."""
-    inst = model.instances()
-    merge = Merge.of(MergeKind.WAVEFRONT, [[inst[i] for i in lane] for lane in lanes], [], True)
+    merge = Merge.of(MergeKind.WAVEFRONT, [[model.launch(i) for i in lane] for lane in lanes], [], True)
     if accepts(policy, merge):
         return None
     launches = tuple(i for lane in lanes for i in lane)

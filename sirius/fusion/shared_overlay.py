@@ -46,13 +46,12 @@ _TYPE_OR_JUMP = re.compile(r"\b(?:decltype|goto|switch)\b")
 
 
 def _poolable(model: ProgramModel, kernels: list[KernelIR]) -> set[str]:
-    insts = model.instances()
-    in_waves = {insts[f.launch].kernel.mangled for k in kernels if k.role.per_cell
+    in_waves = {model.launch(f.launch).kernel.mangled for k in kernels if k.role.per_cell
                 for lane in k.lanes for f in lane.fragments}
     out = set()
     for k in kernels:
         for f in (f for lane in k.lanes for f in lane.fragments):
-            kernel = insts[f.launch].kernel
+            kernel = model.launch(f.launch).kernel
             decl = model.kernel_decls.get(kernel.mangled)
             static = [a for a in kernel.shared if not a.dynamic]
             if decl is None or not static or decl.shared_unlisted or decl.template_params \

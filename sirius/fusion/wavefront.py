@@ -96,13 +96,12 @@ def plan_wavefront(model: ProgramModel, uar: UAR, region: Region, group: FusionG
     """A wavefront for ``group`` when it is legal and useful (see the module docstring)."""
     if len(region.loops) != 2 or set(group.launches) != set(region.launches):
         return None
-    insts = model.instances()
-    first = insts[group.launches[0]]
+    first = model.launch(group.launches[0])
     o, i = region.loops
     why = lambda r: Refusal(tuple(group.launches), f"no wavefront over host loops: {r}")
     if len(group.lanes) != 1:
         return why("the group is not a single vertical lane")
-    helper = next((insts[i] for i in group.launches if index_helpers(model, insts[i])), None)
+    helper = next((model.launch(i) for i in group.launches if index_helpers(model, model.launch(i))), None)
     if helper is not None:
         return why(helper_reason(model, helper))
     stmt = first.statement
@@ -127,14 +126,14 @@ def plan_wavefront(model: ProgramModel, uar: UAR, region: Region, group: FusionG
             sum(k == "launch" for k, _ in inner_loop.body) != len(group.launches):
         return why("the loop body holds statements other than declarations and the fused launches")
     allocations: set[str] = set()
-    for idx in group.launches:
-        for name, arg in insts[idx].bindings:
+    for inst in map(model.launch, group.launches):
+        for name, arg in inst.bindings:
             if arg.kind == "buffer" and arg.offset is not None and arg.offset.to_c() is not None:
                 allocations.add(arg.buffer)
             elif arg.kind == "scalar" and ((arg.value is not None and arg.value.to_c() is not None) or arg.text):
                 continue
             else:
-                return why(f"argument {name} of {insts[idx].kernel.name} is not an allocation plus affine offset")
+                return why(f"argument {name} of {inst.kernel.name} is not an allocation plus affine offset")
     alloc_lines = {a.name: a.line for a in model.host.allocations}
     if any((alloc_lines.get(a) or 0) >= outer_loop.range.line for a in allocations):
         return why("an allocation is made after the loop starts")

@@ -33,6 +33,16 @@ def test_elementwise_chain_launches_and_maps(corpus):
     assert same_map(a_load, "{ [bx, tx] -> da[256bx + tx] : 0 <= bx < 256 and 0 <= tx < 256 }")
 
 
+
+def test_a_launch_is_looked_up_by_its_statement_index(corpus):
+    m = corpus("elementwise_chain.cu")
+    for inst in m.launches:
+        assert m.launch(inst.statement.index) is inst
+    statements = {s.index for s in m.host.statements}
+    not_a_launch = next(i for i in sorted(statements) if i not in {inst.index for inst in m.launches})
+    with pytest.raises(KeyError):
+        m.launch(not_a_launch)
+
 def test_aliasing_arguments_resolve_to_offsets_in_one_allocation(corpus):
     m = corpus("aliasing.cu")
     assert [a.name for a in m.host.allocations] == ["d_buf", "d_out"]
