@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from sirius.analysis.cfg import deciding_branches, loop_nest, structured_order
 from sirius.analysis.evaluate import Evaluator, Formula, LoopInfo, Pointer, conjunction
-from sirius.analysis.ir import Arg, Block, Function, Instr, Module, TypeLayout, Value, split_top_level
+from sirius.analysis.ir import Arg, Block, Const, Function, Instr, Module, TypeLayout, Value, split_top_level
 from sirius.analysis.symbolic import Expr
 
 SREG = re.compile(r"llvm\.nvvm\.read\.ptx\.sreg\.(tid|ntid|ctaid|nctaid)\.([xyz])$")
@@ -96,6 +96,22 @@ class Barrier:
 
 
 @dataclass(frozen=True)
+class WarpMask:
+    """The lanes a warp operation (a shuffle, vote, match, reduction or ``__syncwarp``)
+    names: the result of ``__activemask()`` (``active``: the lanes converged where it was
+    asked, never a lane outside the block), a constant ``bits``, or neither (both unset:
+    unknown, as an operation without a mask argument is)."""
+
+    line: int | None
+    active: bool = False
+    bits: int | None = None
+
+    def within(self, lanes: int) -> bool:
+        """The operation names only lanes below ``lanes`` (or lanes converged with it)."""
+        return self.active or (self.bits is not None and self.bits >> lanes == 0)
+
+
+@dataclass(frozen=True)
 class EarlyExit:
     """A branch where some threads leave the kernel while the others go on to a
     barrier: the hazard of DESIGN section 5 (inside a fused kernel the leavers
@@ -120,11 +136,17 @@ class KernelModel:
     accesses: tuple[Access, ...]
     warp_ops: tuple[tuple[str, int | None], ...]
     unsupported: tuple[str, ...]
+    warp_masks: tuple[WarpMask, ...] = ()  # of each warp operation taking a mask, __syncwarp included
     ident: str = ""  # a C identifier naming this kernel, unique in the program (overloads differ)
     noalias: tuple[int, ...] = ()  # parameters the IR marks noalias (declared __restrict__)
     max_threads: int | None = None  # from __launch_bounds__ ("nvvm.maxntid")
     scoped_alias: int | None = None  # line of an access carrying an inlined callee's restrict promise
     prints: tuple[int, ...] = ()  # lines of device printf calls (their output appears at a host synchronization)
+
+    @property
+    def asks_active_lanes(self) -> bool:
+        """The kernel calls ``__activemask()``."""
+        return any(op == "activemask" for op, _ in self.warp_ops)
 
     @property
     def pointer_params(self) -> list[Param]:
@@ -243,6 +265,7 @@ def build_kernel_model(func: Function, module: Module, name: str, params: list[P
     accesses: list[Access] = []
     barriers: list[Barrier] = []
     warp_ops: list[tuple[str, int | None]] = []
+    warp_masks: list[WarpMask] = []
     unsupported: list[str] = []
     barrier_blocks: set[Block] = set()
     for lp in ev.loops:
@@ -266,6 +289,7 @@ def build_kernel_model(func: Function, module: Module, name: str, params: list[P
                     unsupported.append(f"indirect call at line {instr.line}")
                 elif callee == _WARP_BARRIER:
                     barriers.append(Barrier(instr.line, nest, kind="warp", position=point))
+                    warp_masks.append(_warp_mask(instr))
                 elif _BARRIER_INTRINSIC.match(callee):
                     # every barrier counts for early exits, understood or not
                     barriers.append(Barrier(instr.line, nest, position=point,
@@ -275,6 +299,8 @@ def build_kernel_model(func: Function, module: Module, name: str, params: list[P
                         unsupported.append(f"named or partial barrier ({callee}) at line {instr.line}")
                 elif _WARP_OPS.match(callee):
                     warp_ops.append((callee.split(".")[2], instr.line))
+                    if callee.split(".")[2] != "activemask":
+                        warp_masks.append(_warp_mask(instr))
                 elif callee in _UNSUPPORTED_CALLS:
                     unsupported.append(f"{_UNSUPPORTED_CALLS[callee]} at line {instr.line}")
                 elif callee.startswith("llvm.nvvm.tex") or callee.startswith("llvm.nvvm.suld"):
@@ -315,7 +341,32 @@ def build_kernel_model(func: Function, module: Module, name: str, params: list[P
                        tuple(barriers), tuple(early_exits), loops, tuple(accesses), tuple(warp_ops),
                        tuple(dict.fromkeys(unsupported)), noalias=_noalias_params(func.header),
                        max_threads=_max_threads(func.header, module.text), scoped_alias=scoped,
-                       prints=prints)
+                       prints=prints, warp_masks=tuple(warp_masks))
+
+
+def _warp_mask(call: Instr) -> WarpMask:
+    """The mask a warp operation's call passes: the first argument (a reduction's
+    second); an operation of the intrinsics without one (``llvm.nvvm.shfl.down``, the
+    pre-Volta forms) names the whole warp."""
+    args = call.call_args
+    position = 1 if ".redux." in (call.callee or "") else 0
+    if ".sync" not in (call.callee or "") or len(args) <= position:
+        return WarpMask(call.line, bits=0xFFFFFFFF)
+    mask = args[position]
+    if isinstance(mask, Const) and isinstance(mask.value, int):
+        return WarpMask(call.line, bits=mask.value & 0xFFFFFFFF)
+    if isinstance(mask, Instr) and _is_activemask(mask):
+        return WarpMask(call.line, active=True)
+    return WarpMask(call.line)
+
+
+def _is_activemask(value: Instr) -> bool:
+    """``value`` is the result of ``__activemask()``: the intrinsic, or the PTX instruction
+    written as inline assembly."""
+    if value.callee == "llvm.nvvm.activemask":
+        return True
+    asm = _INLINE_ASM.search(value.text) if value.opcode == "call" and value.callee is None else None
+    return asm is not None and asm.group(1).split() != [] and asm.group(1).split()[0].startswith("activemask")
 
 
 def _on_every_path(func: Function, block: Block) -> bool:

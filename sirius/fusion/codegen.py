@@ -21,6 +21,7 @@ import dataclasses
 
 from sirius.analysis.build_macros import SAME_TOKENS, STRINGIZE
 from sirius.analysis.program_model import ProgramModel
+from sirius.core.target import WARP_SIZE
 from sirius.fusion.fragment_text import (BLOCK_SYNC_HELPER, fragment_function, fragment_name, keeping_lines,
                                          strip_restrict)
 from sirius.fusion.host_text import (SAME_BITS_HELPER, cell_checks, cell_wave_host, cooperative_launch, issue_launch,
@@ -52,6 +53,10 @@ def generate(model: ProgramModel, program: FusedProgram, source: str) -> tuple[s
     narrow = {insts[f.launch].kernel.mangled for k in kernels if k.group.id in block_of
               for lane in k.lanes if lane.threads < block_of[k.group.id]
               for f in lane.fragments if insts[f.launch].kernel.barriers}
+    # kernels run in part of a warp, the rest of which runs other code: their __activemask() counts theirs
+    part_warp = {insts[f.launch].kernel.mangled for k in kernels for lane in k.lanes
+                 if lane.threads < block_of.get(k.group.id, k.threads) and lane.threads % WARP_SIZE
+                 for f in lane.fragments if insts[f.launch].kernel.asks_active_lanes}
     # a fragment of a kernel of the main file is written right after the kernel: the
     # program's macros there are those its body was written with (a macro redefined
     # between kernels, or #undef'd after them, means something else further down)
@@ -63,8 +68,9 @@ def generate(model: ProgramModel, program: FusedProgram, source: str) -> tuple[s
                 done.add(name)
                 decl = decls[f.launch]
                 here = decl.range.file == model.source.main_file
-                text = fragment_function(insts[f.launch], decl, f.removed_barriers, f.pooled,
-                                 insts[f.launch].kernel.mangled in narrow, in_place=here)
+                mangled = insts[f.launch].kernel.mangled
+                text = fragment_function(insts[f.launch], decl, f.removed_barriers, f.pooled, mangled in narrow,
+                                         in_place=here, part_warp=mangled in part_warp)
                 if here:
                     in_place.append((decl.range.end_offset, decl.range.end_offset, "\n" + text))
                 else:

@@ -21,8 +21,10 @@ with the reason) for a region it leaves alone:
   body, which the printer turns into ``__barrier_sync_count`` over those threads;
 * a phase of larger blocks than the kernel's runs its threads in turns, so they must not
   share data (no shared memory, no warp operations, no barriers); a phase of smaller
-  blocks with warp operations must fill whole warps (the other lanes of a part-filled
-  warp skip the phase and never reach the operation);
+  blocks, not whole warps, with warp operations shares its last warp with lanes running
+  other code: each operation must name only the block's lanes (a constant mask within
+  them, or ``__activemask()`` asked in the kernel's body, which the fragment answers with
+  the block's lanes: ``fragments.part_warp_problem``);
 * no kernel loads through the read-only data cache (``__ldg``): within one kernel that
   cache is not coherent with the stores of an earlier phase;
 * no kernel is a template instance (the host passes arguments by address, and must name
@@ -50,7 +52,7 @@ from dataclasses import dataclass
 from sirius.analysis.program_model import ProgramModel
 from sirius.core.target import WARP_SIZE, target_for
 from sirius.fusion.fragment_text import BARRIER_CALL
-from sirius.fusion.fragments import helper_reason, index_helpers
+from sirius.fusion.fragments import helper_reason, index_helpers, part_warp_problem
 from sirius.fusion.schedule import FusionGroup, Refusal, Schedule
 from sirius.fusion.shared_limits import shared_limit_problem
 
@@ -111,12 +113,10 @@ def phases_problem(model: ProgramModel, schedule: Schedule, groups: list[FusionG
             size = _product(inst.statement.block.constant())
             if size == threads:
                 continue
-            partial = (next((model.launch(i) for i in lane.launches if model.launch(i).kernel.warp_ops), None)
-                       if size % WARP_SIZE else None)
-            if partial is not None and size < threads:
-                return (f"{partial.kernel.name} (line {partial.statement.line}) uses warp operations in blocks of {size} "
-                        "threads, part of a warp: the rest of that warp, elsewhere in the cooperative kernel, would "
-                        "never reach them")
+            partial = next(filter(None, (part_warp_problem(model, model.launch(i), size) for i in lane.launches)),
+                           None) if size < threads else None
+            if partial is not None:
+                return partial
             if _synchronizes(model, g):
                 problem = _narrow_problem(model, [model.launch(i) for i in lane.launches], size)
                 if problem is not None:

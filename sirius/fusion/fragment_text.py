@@ -96,16 +96,30 @@ BLOCK_SYNC_HELPER = """static __device__ __forceinline__ void sirius_block_sync(
 """
 
 
+# in a fragment whose block fills part of a warp, the rest of which runs other code of the
+# fused kernel: __activemask() answers the block's lanes only, as in a warp of the original
+# block, where the other lanes do not exist (fragments.part_warp_problem)
+BLOCK_LANES_ACTIVEMASK = """  const auto __activemask = [&]() -> unsigned {  // sirius: the lanes of this warp in the block only
+    const unsigned sirius_n = blockDim.x * blockDim.y * blockDim.z;
+    const unsigned sirius_t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    const unsigned sirius_left = sirius_n - (sirius_t & ~31u);
+    return ::__activemask() & (sirius_left >= 32u ? 0xffffffffu : (1u << sirius_left) - 1u);
+  };
+  (void)__activemask;"""
+
+
 def fragment_function(inst: LaunchInstance, decl, removed_barriers: tuple[int, ...] = (), pooled: bool = False,
-              narrow: bool = False, in_place: bool = False) -> str:
+              narrow: bool = False, in_place: bool = False, part_warp: bool = False) -> str:
     """The kernel's body as a device function, in the kernel's namespaces (its body names
     what they hold; ``in_place``: it is written right after the kernel, inside them already)
     and, for a template instance, a template called with the instance's arguments (see
-    ``fragment_body`` for what the passes change in it)."""
+    ``fragment_body`` for what the passes change in it); with ``part_warp``, its
+    ``__activemask()`` answers only its block's lanes of a warp."""
     shadow = "\n".join([
         "  const uint3 blockIdx = sirius_bid;", "  const uint3 threadIdx = sirius_tid;",
         "  const dim3 blockDim = sirius_bdim;", "  const dim3 gridDim = sirius_gdim;",
-        "  (void)blockIdx; (void)threadIdx; (void)blockDim; (void)gridDim;"])
+        "  (void)blockIdx; (void)threadIdx; (void)blockDim; (void)gridDim;"]
+        + ([BLOCK_LANES_ACTIVEMASK] if part_warp else []))
     # a fragment promises nothing about its pointers: the fused kernel's parameters carry
     # the __restrict__ qualifiers the alias facts prove (fusion.promises)
     params = strip_restrict(decl.params_text.strip())

@@ -13,6 +13,7 @@ threads.
 from __future__ import annotations
 
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
+from sirius.core.target import WARP_SIZE
 from sirius.fusion.schedule import Problem, RefusalKind
 
 
@@ -78,6 +79,32 @@ def helper_reason(model: ProgramModel, inst: LaunchInstance) -> str:
     return (f"{inst.kernel.name} calls {', '.join(index_helpers(model, inst))}, which reads the built-in "
             "block and thread indices; a fragment placed in other blocks or threads would see the fused "
             "kernel's indices there")
+
+
+def part_warp_problem(model: ProgramModel, inst: LaunchInstance, size: int) -> str | None:
+    """Why ``inst``'s kernel, whose blocks of ``size`` threads are not whole warps, cannot
+    run them in the first threads of a larger block (None: it can). The other lanes of its
+    last warp are there too, running other code of the fused kernel, so each of its warp
+    operations must name only the block's own lanes: a constant mask within them, or
+    ``__activemask()`` asked in the kernel's own body, where the printer limits what it
+    answers to the block's lanes (on a GPU the converged lanes are those already; a model
+    of the device that answers every live lane needs the limit)."""
+    k = inst.kernel
+    if not k.warp_ops or size % WARP_SIZE == 0:
+        return None
+    here = f"{k.name} (line {inst.statement.line}) uses warp operations in blocks of {size} threads, part of a warp"
+    wide = next((m for m in k.warp_masks if not m.within(size % WARP_SIZE)), None)
+    if wide is not None:
+        return (f"{here}, and the one at line {wide.line} names lanes outside the block: the rest of that warp, "
+                "elsewhere in the fused kernel, would never reach it")
+    decl = model.kernel_decls.get(k.mangled)
+    lines = decl.body_text.split("\n") if decl is not None else []
+    for op, line in k.warp_ops:
+        at = line - decl.body_line if decl is not None and line is not None else -1
+        if op == "activemask" and not (0 <= at < len(lines) and "__activemask" in lines[at]):
+            return (f"{here}, and asks __activemask() at line {line} outside its own body (a helper function or a "
+                    "cooperative group), where its answer cannot be limited to the block's lanes")
+    return None
 
 
 def helper_problem(model: ProgramModel, inst: LaunchInstance) -> Problem:

@@ -24,8 +24,8 @@ import networkx as nx
 from sirius.analysis.host_model import HostStatement
 from sirius.analysis.program_model import ProgramModel, instance_maps
 from sirius.analysis.uar import REINDEX_OPERATION_BUDGET, UAR, Dependence, is_mapping_kernel, isl_budget
-from sirius.core.target import WARP_SIZE, target_for
-from sirius.fusion.fragments import helper_problem, index_helpers
+from sirius.core.target import target_for
+from sirius.fusion.fragments import helper_problem, index_helpers, part_warp_problem
 from sirius.fusion.schedule import Problem, RefusalKind, Region
 from sirius.fusion.shared_limits import shared_limit_problem
 
@@ -299,9 +299,10 @@ class RegionLegality:
                 return Problem(RefusalKind.BLOCK_SIZES_DIFFER,
                                "fragments with barriers need every thread of the block; their block sizes differ "
                                f"({t} vs {widest})")
-            if t != widest and any(self.model.launch(i).kernel.warp_ops for i in lane) and t % WARP_SIZE:
-                return Problem(RefusalKind.PARTIAL_WARPS,
-                               "warp operations in a fragment whose block is not a whole number of warps")
+            partial = next(filter(None, (part_warp_problem(self.model, self.model.launch(i), t) for i in lane)),
+                           None) if t != widest else None
+            if partial is not None:
+                return Problem(RefusalKind.PARTIAL_WARPS, partial)
         dyn = [i for lane in lanes for i in lane if any(s.dynamic for s in self.model.launch(i).kernel.shared)]
         if len(dyn) > 1:
             return _DYNAMIC_SHARED
