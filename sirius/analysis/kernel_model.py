@@ -436,13 +436,18 @@ def _record(ev, instr, ptr, kind, ty, size, nest, params, shared, used, accesses
             return
     else:
         # an address the branches of a merge block choose (common code sunk out of
-        # them): the access may be any one of the branches', so it is all of them
-        alternatives = ev.per_edge(ptr) or []
+        # them): the access may be any one of the branches', so it is all of them; an
+        # address a select chooses likewise, but no byte of either is surely touched
+        selected = _selected_pointers(ev, ptr)
+        alternatives = ev.per_edge(ptr) or [a for a, _ in selected or ()]
+        guards = [conjunction([g for g in (guard, when) if g is not None]) for _, when in selected] if selected \
+            else [guard] * len(alternatives)
+        exact = exact and not selected
         named_alts = [(_base_name(a.base, params, shared, used), a) for a in alternatives if isinstance(a, Pointer)]
         if alternatives and len(named_alts) == len(alternatives) and all(n for n, _ in named_alts):
-            for (name, space), a in named_alts:
+            for ((name, space), a), where in zip(named_alts, guards):
                 why = reason or ("" if a.offset is not None else "index is data-dependent or not affine")
-                accesses.append(Access(kind, name, space, ty, size, a.offset, guard, nest, instr.line, why, point,
+                accesses.append(Access(kind, name, space, ty, size, a.offset, where, nest, instr.line, why, point,
                                        noncoherent, exact))
             return
     # Unknown base: the pointer was loaded from memory (a ``__device__ float*``, say)
@@ -451,6 +456,18 @@ def _record(ev, instr, ptr, kind, ty, size, nest, params, shared, used, accesses
     why = reason or "pointer of unknown provenance"
     accesses.append(Access(kind, ANY_BUFFER, "global", ty, size, None, guard, nest, instr.line, why, point,
                            noncoherent, exact))
+
+
+def _selected_pointers(ev, ptr: Value) -> list | None:
+    """The two pointers a ``select`` of pointers chooses between (``cond ? p : q``, as
+    clang writes a conditional load of one of two arrays), evaluated, each with a condition
+    that holds where it is chosen (None: not known); None for any other address. The
+    first's is the select's condition as the evaluator reads it, which may be weaker than
+    the condition itself (an unknown part of a conjunction dropped): not negated for the
+    second, which may be chosen wherever the access is made."""
+    if not (isinstance(ptr, Instr) and ptr.opcode == "select" and len(ptr.operands) == 3):
+        return None
+    return [(ev.value(ptr.operands[1]), ev.condition(ptr.operands[0])), (ev.value(ptr.operands[2]), None)]
 
 
 def _guard(ev: Evaluator, block: Block, nest: tuple[str, ...]) -> Formula | None:

@@ -134,6 +134,37 @@ __global__ void warpsum(float* a) {
     assert m.launches[0].kernel.warp_ops
 
 
+
+def test_warp_operations_record_the_lanes_their_masks_name(snippet):
+    m = snippet(HEAD + """
+__global__ void half(float* a) {
+  float v = a[threadIdx.x];
+  unsigned mask = __activemask();
+  v += __shfl_down_sync(mask, v, 8);
+  v += __shfl_xor_sync(0xffffu, v, 1, 16);
+  v += __shfl_down_sync(0xffffffffu, v, 4);
+  v += __shfl_down_sync(__ballot_sync(mask, v > 0), v, 2);
+  a[threadIdx.x] = v;
+}
+""" + launch_main("half<<<1, 16>>>(a);"))
+    masks = m.launches[0].kernel.warp_masks
+    assert [(w.active, w.bits) for w in masks] == [(True, None), (False, 0xFFFF), (False, 0xFFFFFFFF), (True, None),
+                                                   (False, None)]
+    assert [w.within(16) for w in masks] == [True, True, False, True, False]  # the ballot's answer: not known
+
+
+def test_a_load_through_a_select_of_two_pointers_reads_both(snippet):
+    # clang writes `c ? p[i - 32] : q[i]` as a select of the two addresses: each array is read,
+    # neither surely (no byte of either is known to be read)
+    m = snippet(HEAD + """
+__global__ void concat(float* out, const float* lo, const float* hi) {
+  if (threadIdx.x < 64) out[threadIdx.x] = 32 <= threadIdx.x ? hi[threadIdx.x - 32] : lo[threadIdx.x];
+}
+""" + launch_main("concat<<<1, 128>>>(a, b, b + 64);"))
+    loads = [a for a in m.launches[0].kernel.accesses if a.kind == "load"]
+    assert sorted(a.buffer for a in loads) == ["hi", "lo"] and ANY_BUFFER not in [a.buffer for a in loads]
+    assert not any(a.exact for a in loads)
+
 def test_inline_assembly_is_unsupported_not_a_crash(snippet):
     m = snippet(HEAD + """
 __global__ void lane(int* a) {
