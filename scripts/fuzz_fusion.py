@@ -2,7 +2,7 @@
 """Differential fuzzing of fusion over a range of seeds (see sirius.testing.fuzz).
 
 Usage: scripts/fuzz_fusion.py [--seeds A:B] [--workers N | --scheduler ADDRESS]
-                              [--arrangement auto|vertical|horizontal] [--cooperative]
+                              [--arrangement auto|vertical|horizontal] [--cooperative [--persistent]]
                               [--keep DIR [--fresh]] [--json OUT]
 
 Each seed is one task (see sirius.campaign): on a local Dask cluster of --workers processes
@@ -41,6 +41,8 @@ def main() -> int:
     ap.add_argument("--arrangement", default="auto", choices=("auto", "vertical", "horizontal"))
     ap.add_argument("--cooperative", action="store_true",
                     help="optimize with --cooperative (regions as one cooperative launch, waves of cells)")
+    ap.add_argument("--persistent", action="store_true",
+                    help="with --cooperative: also --persistent (a host loop as one cooperative launch)")
     ap.add_argument("--keep", type=Path, help="keep the programs in this folder")
     ap.add_argument("--json", type=Path, help="write per-seed results here")
     ap.add_argument("--quiet", action="store_true",
@@ -56,7 +58,9 @@ def main() -> int:
         print(err, file=sys.stderr)
         return err.exit_code
     start = time.perf_counter()
-    flags = ("--cooperative",) if args.cooperative else ()
+    if args.persistent and not args.cooperative:
+        ap.error("--persistent needs --cooperative")
+    flags = (("--cooperative",) if args.cooperative else ()) + (("--persistent",) if args.persistent else ())
     if args.keep is not None and args.fresh:
         shutil.rmtree(args.keep / TASKS_FOLDER, ignore_errors=True)
     try:

@@ -212,7 +212,7 @@ def _cell_waves(st: OptimizeState) -> None:
 def _with_cell_waves(st: OptimizeState, schedule: Schedule) -> Schedule:
     """``schedule`` with the loop of repeated layers run as waves of cells, or with the
     reason it is not."""
-    found = find_repetition(st.model)
+    found = find_repetition(st.model, whole_body=st.persistent)
     if isinstance(found, NotALoop):
         waved = {i for g in schedule.groups if g.id in schedule.wavefronts for i in g.launches}
         if set(found.statements) & waved:  # a loop nest the wavefront already runs by anti-diagonals

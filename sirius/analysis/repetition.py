@@ -415,15 +415,20 @@ def _copies_inside(launches: list[HostStatement]) -> tuple[int, int, int] | None
     return best
 
 
-def find_repetition(model: ProgramModel) -> Repetition | NotALoop | None:
+def find_repetition(model: ProgramModel, whole_body: bool = False) -> Repetition | NotALoop | None:
     """The first host loop whose body is copies of one launch pattern (module docstring):
     a ``Repetition``; ``NotALoop`` with the reason when its launches repeat in kernels and
-    shapes but the copies are not one loop; None when no loop body repeats."""
+    shapes but the copies are not one loop; None when no loop body repeats. With
+    ``whole_body`` (the loop is wanted in one kernel), a body of launches that are not
+    copies of a shorter pattern, or whose copies are not one loop, is one copy of itself:
+    a loop of one layer, each step one cell."""
     insts = model.instances()
     for info in model.host.loops:
         stmts = _loop_statements(model, info.iterator)
         launches = [s for s in stmts if s.kind == "launch"]
         periods = _periods(launches) if len(launches) >= 2 else []
+        if whole_body and launches and len(launches) not in periods:
+            periods.append(len(launches))
         indices = tuple(s.index for s in launches)
         why = lambda r: NotALoop(info.line, indices, r)
         inside = _copies_inside(launches) if not periods and len(launches) >= 4 else None

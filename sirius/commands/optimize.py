@@ -73,7 +73,9 @@ def add_cooperative_options(parser: argparse.ArgumentParser) -> None:
                              "anti-diagonal")
     parser.add_argument("--persistent", action="store_true",
                         help="with --cooperative: run the waves of cells as one launch, a grid barrier between "
-                             "two waves, instead of one launch per wave")
+                             "two waves, instead of one launch per wave; and a host loop whose body is not copies "
+                             "of one pattern (a stencil's time loop, per-slice launches, a model's step loop with "
+                             "attention or an output head) as one launch, its launches per step as phases")
 
 
 def cooperative_options(args: argparse.Namespace) -> tuple[bool, bool]:
@@ -161,6 +163,11 @@ def _render(rep: dict) -> str:
         phases = " | ".join(", ".join(f"{m['kernel']} (line {m['line']})" for m in phase) for phase in c["phases"])
         how = ("all waves in one cooperative launch, a grid barrier between two" if c["persistent"] else
                "one cooperative launch per anti-diagonal of (step, layer)")
+        if c["layers"] == 1:  # the loop body read as one copy of itself: each step a wave of one cell
+            lines.append(f"  {c['kernel']}: the loop of {c['steps']} steps in one cooperative launch, its "
+                         f"{c['launches_per_layer']} launches per step as phases, a grid barrier between two steps "
+                         f"and {c['grid_barriers_per_wave']} within each: {phases}")
+            continue
         lines.append(f"  {c['kernel']}: waves of cells: the loop body is {c['layers']} copies (layers) of "
                      f"{c['launches_per_layer']} launches over {c['steps']} steps; {how}; {c['waves']} waves, "
                      f"{c['grid_barriers_per_wave']} grid barriers within each; private temporaries in "

@@ -81,7 +81,10 @@ class CellWaves:
         return 1 if self.persistent else self.waves
 
 
-REPRESENTATIVE = 1  # the copy whose fused groups are the phases (the first may read a loop input instead)
+def representative(rep: Repetition) -> tuple[int, ...]:
+    """The copy whose fused groups are the phases: the second (the first may read a loop
+    input instead), or the only one of a body read as one copy of itself."""
+    return rep.statements[1 if rep.copies > 1 else 0]
 
 
 def _cell_groups(schedule: Schedule, rep: Repetition) -> list[FusionGroup]:
@@ -95,7 +98,7 @@ def _cell_groups(schedule: Schedule, rep: Repetition) -> list[FusionGroup]:
     two launches of a copy depend on each other as in every other copy), a loop input the
     first copy reads instead is never written, and the private temporaries leave a cell's
     launches fewer dependences than the original's storage reuse gave the representative."""
-    own = rep.statements[REPRESENTATIVE]
+    own = representative(rep)
     next_id = max((g.id for g in schedule.groups), default=-1) + 1
     out: list[FusionGroup] = []
     for g in schedule.groups:
@@ -189,7 +192,7 @@ def plan_cell_waves(model: ProgramModel, schedule: Schedule, rep: Repetition) ->
     """The waves of ``rep``'s cells, or why not (see the module docstring)."""
     launches = tuple(idx for row in rep.statements for idx in row)
     why = lambda r: no_waves(launches, r)
-    for idx in rep.statements[REPRESENTATIVE]:
+    for idx in representative(rep):
         inst = model.launch(idx)
         problem = fragment_problem(model, inst)
         if problem is not None:
@@ -224,9 +227,13 @@ def plan_cell_waves(model: ProgramModel, schedule: Schedule, rep: Repetition) ->
             return why(f"a dependence on {buffer} does not go to a later anti-diagonal")
         carried.append(deps)
     domain = isl.UnionSet(f"{{ S[s, l] : 0 <= s < {rep.steps} and 0 <= l < {rep.copies} }}")
-    if carried and not permutable_band(domain, carried):
+    # (one layer: the waves are the steps, and every dependence goes to a later step, as checked)
+    if carried and rep.copies > 1 and not permutable_band(domain, carried):
         return why("isl's scheduler finds no permutable band over (step, layer)")
-    wave_for, lo, hi = wave_loop("s", "l", f"0 <= s < {rep.steps} and 0 <= l < {rep.copies}")
+    if rep.copies > 1:
+        wave_for, lo, hi = wave_loop("s", "l", f"0 <= s < {rep.steps} and 0 <= l < {rep.copies}")
+    else:  # one layer: a wave is a step
+        wave_for, lo, hi = f"for (int sirius_w = 0; sirius_w < {rep.steps}; sirius_w += 1)", "0", "0"
     threads = cooperative_threads(model, groups)
     bases = sorted({arg.buffer for idx in launches for _, arg in model.launch(idx).bindings if arg.kind == "buffer"})
     regions = tuple(sorted({g.region for g in schedule.groups if set(g.launches) & set(launches)}))

@@ -103,8 +103,9 @@ def cell_wave_host(plan, phases: list[KernelIR], guard: str, source: bytes, slot
                   f"{dynamic}, 0);\n  }}\n")
     how = "in one cooperative launch, a grid barrier between two waves" if plan.persistent else \
         "every cell (step, layer) on one anti-diagonal runs in one cooperative launch"
-    return (f"{{ /* sirius: waves of cells: the loop body is {rep.copies} copies (layers) of {rep.period} launches; "
-            f"{how} */\n  " + guard +
+    what = (f"the loop in one kernel: its {rep.period} launches per step are phases" if rep.copies == 1 else
+            f"waves of cells: the loop body is {rep.copies} copies (layers) of {rep.period} launches")
+    return (f"{{ /* sirius: {what}; {how} */\n  " + guard +
             "  " + cooperative_grid(plan.name, plan.threads, static, dynamic, blocks) +
             f"  if (sirius_cells_ok && sirius_coop && sirius_grid > 0) {{\n  {slots.took(PathKind.WAVES)}\n" + launch +
             "  } else { /* sirius: not the values optimized for, or no cooperative launches: the loop as written */\n"

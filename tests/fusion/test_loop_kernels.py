@@ -1,0 +1,73 @@
+"""A host loop as one persistent cooperative kernel (``--cooperative --persistent``): a
+loop body of launches that is not copies of a shorter pattern is read as one copy of
+itself (``analysis.repetition``, ``whole_body``), a loop of one layer whose cells are its
+steps; the waves of cells then run it in one launch, the body's fused groups as phases, a
+grid barrier between phases and between two steps. A time loop of a stencil, a loop of
+independent per-slice launches; near misses refused with the reason. Verified on the CPU
+backend with every block resident, with three, and with the fallback (the loop as
+written)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sirius.analysis.frontend import CompileJob
+from sirius.core.config import CompileFlags, resolve_toolchain
+from sirius.pipeline import OptimizeState, report, run_pipeline
+
+pytestmark = pytest.mark.toolchain
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAMS = ROOT / "tests" / "fusion" / "programs"
+STENCIL = PROGRAMS / "stencil_time_loop.cu"
+SIRIUS = str(Path(sys.executable).parent / "sirius")
+
+
+def sirius(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([SIRIUS, *args], capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("program, launches, summary", [
+    ("stencil_time_loop.cu", "80 -> 1", "the loop of 40 steps in one cooperative launch, its 2 launches per step as "
+                                        "phases, a grid barrier between two steps and 1 within each"),
+    ("slice_loop.cu", "12 -> 1", "the loop of 12 steps in one cooperative launch, its 1 launches per step as phases"),
+])
+def test_a_host_loop_runs_as_one_cooperative_launch(tmp_path, program, launches, summary):
+    source, out = PROGRAMS / program, tmp_path / program
+    proc = sirius("optimize", str(source), "--cooperative", "--persistent", "-o", str(out))
+    assert proc.returncode == 0 and f"launches per run: {launches}" in proc.stdout and summary in proc.stdout, \
+        proc.stdout + proc.stderr
+    for blocks in (None, 3, 0):
+        flags = [] if blocks is None else [f"-DSIRIUS_COOPERATIVE_MAX_BLOCKS={blocks}"]
+        verify = sirius("verify", str(source), str(out), *flags)
+        assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
+        took = "no cooperative launch on this device 1" if blocks == 0 else "waves of cells 1"
+        assert took in verify.stdout, verify.stdout
+
+
+LOOP = "  for (int t = 0; t < STEPS; ++t) {"
+RELAX = "    relax<<<N / THREADS, THREADS>>>(next, u);"
+
+
+@pytest.mark.parametrize("old, new, reason", [
+    (LOOP, "  int steps = STEPS;\n  if (argc > 1) steps = atoi(argv[1]);\n  for (int t = 0; t < steps; ++t) {",
+     "the loop's domain is not a constant range from 0"),
+    (RELAX, RELAX + "\n    float* spare = u; u = next; next = spare;",
+     "the loop body holds statements other than declarations and launches"),
+    (RELAX, "    relax<<<N / THREADS - t % 2, THREADS>>>(next, u);", "has a launch shape the analysis cannot evaluate"),
+])
+def test_a_loop_that_cannot_be_one_launch_stays_with_the_reason(tmp_path, old, new, reason):
+    text = STENCIL.read_text().replace("int main() {", "int main(int argc, char** argv) {")
+    assert old in text
+    path = tmp_path / "near_miss.cu"
+    path.write_text("#include <cstdlib>\n" + text.replace(old, new))
+    state = run_pipeline(OptimizeState(CompileJob(path, CompileFlags(), resolve_toolchain()), cooperative=True,
+                                       persistent=True))
+    rep = report(state)
+    assert not rep["cell_waves"]
+    reasons = [r["reason"] for r in rep["refused"]]
+    assert any("no waves over (step, layer)" in r and reason in r for r in reasons), reasons
