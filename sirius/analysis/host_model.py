@@ -256,6 +256,25 @@ def _last_store_to(target: Value, before: Instr, ev: Evaluator) -> Instr | None:
     return None
 
 
+def _consumes_config(ins: Instr) -> bool:
+    """A call that pushes a launch configuration or launches with the one pushed."""
+    callee = ins.callee or ""
+    return callee == "__cudaPushCallConfiguration" or callee in _LAUNCH_CALLS or "__device_stub__" in callee
+
+
+def _blocks_between(first: Block, last: Block) -> set[Block]:
+    """The blocks on some path from ``first`` to ``last`` (both included)."""
+    def reach(start: Block, step) -> set[Block]:
+        seen, work = {start}, [start]
+        while work:
+            for nxt in step(work.pop()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    work.append(nxt)
+        return seen
+    return reach(first, lambda b: b.succs) & reach(last, lambda b: b.preds)
+
+
 def _arg_array_slots(array: Value, call: Instr, ev: Evaluator) -> dict[int, Value]:
     """Index -> pointer stored in the launch's ``void* args[]`` array."""
     slots: dict[int, Value] = {}
@@ -319,10 +338,12 @@ class _HostModelBuilder:
                 if callee == "__cudaPushCallConfiguration":
                     pending_config = ins
                 elif callee in _LAUNCH_CALLS and ins.operands and ins.operands[0].kind == "func":
-                    self._launch(ins, ins.operands[0].name, pending_config, nest, domain, via_array=True)
+                    config = pending_config or self._hoisted_config(ins)
+                    self._launch(ins, ins.operands[0].name, config, nest, domain, via_array=True)
                     pending_config = None
                 elif "__device_stub__" in callee:
-                    self._launch(ins, callee, pending_config, nest, domain, via_array=False)
+                    config = pending_config or self._hoisted_config(ins)
+                    self._launch(ins, callee, config, nest, domain, via_array=False)
                     pending_config = None
                 else:
                     self._runtime_call(ins, callee, nest, domain)
@@ -385,6 +406,40 @@ class _HostModelBuilder:
                     slot = self._element_of_slot(op)
                     if slot is not None and (ins.callee not in _ALLOC_CALLS or op is not slot):
                         self.ev.reassigned.add(id(slot))  # slot address escapes into a call
+
+    def _hoisted_config(self, launch: Instr) -> Instr | None:
+        """The ``__cudaPushCallConfiguration`` whose shape ``launch`` runs with, when the
+        compiler hoisted one push above an ``if``/``else`` whose arms both launch with that
+        shape (program order meets it in the first arm only): the nearest push dominating
+        the launch, provided no path from it to the launch passes another push or launch
+        (which would consume or replace it). ``None`` where there is no such push: then
+        the launch is one the program wrote as ``cudaLaunchKernel`` with its own shape."""
+        push = self._dominating_call(launch, "__cudaPushCallConfiguration")
+        if push is None:
+            return None
+        first, last = push.block, launch.block
+        assert first is not None and last is not None
+        between = _blocks_between(first, last)
+        if any(first in b.succs for b in between) or any(b in between for b in last.succs):
+            return None  # a path passes the push's or the launch's block twice: a loop between them
+        for block in between:
+            start = block.instrs.index(push) + 1 if block is first else 0
+            end = block.instrs.index(launch) if block is last else len(block.instrs)
+            if any(_consumes_config(ins) for ins in block.instrs[start:end]):
+                return None
+        return push
+
+    def _dominating_call(self, at: Instr, callee: str) -> Instr | None:
+        """The last call of ``callee`` before ``at`` in its block or, failing that, in the
+        nearest dominator that has one."""
+        block, limit = at.block, at
+        while block is not None:
+            end = block.instrs.index(limit) if limit is not None else len(block.instrs)
+            found = next((ins for ins in reversed(block.instrs[:end]) if ins.callee == callee), None)
+            if found is not None:
+                return found
+            block, limit = self.ev.idom.get(block), None
+        return None
 
     def _element_of_slot(self, op: Value) -> Instr | None:
         """The tracked allocation slot ``op`` may address the first pointer of: the slot

@@ -4,6 +4,7 @@ sources with CRLF line ends. Each is analysed, optimized and verified, never an 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,30 @@ def optimized_and_verified(program: Path, tmp_path: Path) -> str:
     verify = sirius("verify", str(program), str(out))
     assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
     return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def branch_launches(tmp_path_factory) -> tuple[str, dict, Path]:
+    """branch_launches.cu optimized once: the summary, the report, the optimized program."""
+    folder = tmp_path_factory.mktemp("branch_launches")
+    out, report = folder / "branch_launches.opt.cu", folder / "report.json"
+    proc = sirius("optimize", str(HERE / "branch_launches.cu"), "-o", str(out), "--report", str(report))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout, json.loads(report.read_text()), out
+
+
+def test_launches_in_both_arms_of_an_if_else_take_the_shape_pushed_above_it(branch_launches):
+    """The compiler pushes the arms' common launch configuration once, above the branch: the
+    else arm's launches have that shape too (once read as unknown, and refused as launches on
+    a non-default stream), and each arm's pair fuses; both arms verified, each taking its
+    fused path."""
+    summary, _, out = branch_launches
+    assert "non-default stream" not in summary, summary
+    assert "implicit_step (line 62) -> clip (line 63)" in summary and "explicit_step (line 65) -> clip (line 66)" in summary
+    for args, line, kernel in (((), 65, "explicit_step"), (("implicit",), 62, "implicit_step")):
+        verify = sirius("verify", str(HERE / "branch_launches.cu"), str(out), "--", *args)
+        assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
+        assert f"{out.name}:{line}, {kernel} clip): fused launches 1" in verify.stdout, verify.stdout
 
 
 def test_an_array_of_device_pointers_is_one_allocation_per_element(tmp_path):
