@@ -102,7 +102,7 @@ def model_to_json(model: ProgramModel) -> dict[str, Any]:
     for inst in model.launches:
         s = inst.statement
         launches.append({
-            "index": s.index, "kernel": inst.kernel.name, "line": s.line,
+            "index": s.index, "kernel": inst.kernel.name, "line": inst.line,
             "source": inst.site.text if inst.site else None,
             "grid": _dim(s.grid), "block": _dim(s.block),
             "shared_bytes": None if s.shmem is None else (s.shmem.constant_value()

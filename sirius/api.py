@@ -187,7 +187,7 @@ def optimize_job(state, print_after: str | None = None, dump=None, entering=None
     insts = state.model.instances()
 
     def launches(indices) -> tuple[Launch, ...]:
-        return tuple(Launch(i, insts[i].kernel.name, insts[i].statement.line) for i in indices if i in insts)
+        return tuple(Launch(i, insts[i].kernel.name, insts[i].line) for i in indices if i in insts)
 
     rep = report(state)
     groups = tuple(Group(g["kernel"], g["arrangement"], launches(i for lane in g["lanes"] for i in

@@ -53,7 +53,7 @@ def sync_observers(model: ProgramModel) -> list[Observer]:
     for name, line in model.managed_variables.items():
         found.append(Observer(f"__managed__ variable {name}, which the host reads without a copy", line))
     for inst in model.launches:
-        kernel, line = inst.kernel, inst.statement.line
+        kernel, line = inst.kernel, inst.line
         for name, arg in inst.bindings:
             param = next((p for p in kernel.params if p.name == name), None)
             if param is not None and param.is_pointer and arg.kind not in ("buffer", "buffers"):

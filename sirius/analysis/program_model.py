@@ -104,10 +104,21 @@ class LaunchInstance:
     bindings: tuple[tuple[str, ArgValue], ...]  # param name -> argument
     maps: tuple[AccessMap, ...]
     unplaced: str | None = None  # why it has no site, where more is known than "not found"
+    written_line: int | None = None  # the line of the launch expression matched, kept when ``unplaced``
 
     @property
     def index(self) -> int:
         return self.statement.index
+
+    @property
+    def line(self) -> int | None:
+        """The line of the main file the launch is written at, for reasons and reports: its
+        launch expression's where the source index matched one (in a host function the
+        compiler inlined, that is the launch in the function, not the function's call in
+        ``main``), else the statement's line."""
+        if self.site is not None:
+            return self.site.range.line
+        return self.written_line if self.written_line is not None else self.statement.line
 
 
 @dataclass
@@ -397,6 +408,7 @@ def _placed(launches: list[LaunchInstance], source: SourceIndex, host, kernels, 
     if elsewhere is not None:  # the launches are modelled in a helper that also runs unfollowed
         return [dataclasses.replace(inst, site=None, unplaced=elsewhere) for inst in launches]
     placed, inner = [], {}
+    inner_sites: dict[tuple[int, str], LaunchSite] = {}  # (line, kernel) -> a helper's launch matched there
     for inst in launches:
         stmt = inst.statement
         if source.renumbered:
@@ -412,11 +424,14 @@ def _placed(launches: list[LaunchInstance], source: SourceIndex, host, kernels, 
                     why = (f"it is written in {Path(file).name} at line {line} (in {stmt.inlined_from}), and only "
                            "the main file is rewritten")
                     continue
-                site = at(line, inst.kernel)
+                # a helper inlined at several calls: its launch, matched for the first, is this one too
+                site = at(line, inst.kernel) or inner_sites.get((line, _spelled(inst.kernel.name)))
                 if site is not None:
+                    inner_sites[(line, _spelled(inst.kernel.name))] = site
                     inner.setdefault(id(site), []).append(len(placed))
                     break
-        placed.append(dataclasses.replace(inst, site=site, unplaced=why if site is None else None))
+        placed.append(dataclasses.replace(inst, site=site, unplaced=why if site is None else None,
+                                          written_line=site.range.line if site is not None else None))
     shared: dict[int, list[int]] = {}
     for k, inst in enumerate(placed):
         if inst.site is not None and id(inst.site) not in inner:

@@ -92,7 +92,7 @@ def part_warp_problem(model: ProgramModel, inst: LaunchInstance, size: int) -> s
     k = inst.kernel
     if not k.warp_ops or size % WARP_SIZE == 0:
         return None
-    here = f"{k.name} (line {inst.statement.line}) uses warp operations in blocks of {size} threads, part of a warp"
+    here = f"{k.name} (line {inst.line}) uses warp operations in blocks of {size} threads, part of a warp"
     wide = next((m for m in k.warp_masks if not m.within(size % WARP_SIZE)), None)
     if wide is not None:
         return (f"{here}, and the one at line {wide.line} names lanes outside the block: the rest of that warp, "

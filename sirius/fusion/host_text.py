@@ -180,7 +180,7 @@ def issue_launch(issue: ir.Issue, insts, fused: dict[int, KernelIR]) -> str:
 def open_region(table: RegionTable, kind: str, launches, insts) -> RegionSlots:
     """The counters of a region of ``launches`` (see region_paths), its conditions
     described in the program's own terms."""
-    first = insts[launches[0]].statement.line
+    first = insts[launches[0]].line
     return table.open(kind, first, [insts[i].kernel.name for i in launches], lambda c: _readable(c, insts))
 
 
@@ -205,10 +205,10 @@ def _readable(condition: str, insts) -> str:
             inst = insts.get(int(m[1]))
             args = inst.site.args if inst is not None and inst.site is not None else ()
             text = args[int(m[2])] if int(m[2]) < len(args) else f"argument {m[2]}"
-            return f"`{text}`@{inst.statement.line if inst is not None else '?'}"
+            return f"`{text}`@{inst.line if inst is not None else '?'}"
         inst = insts.get(int(m[4]))
         what = {"g": "grid", "b": "block", "s": "shared_bytes"}[m[3]]
-        return f"{what}@{inst.statement.line if inst is not None else '?'}"
+        return f"{what}@{inst.line if inst is not None else '?'}"
     return _TEMPORARY.sub(name, condition)
 
 

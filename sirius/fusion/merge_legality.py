@@ -156,9 +156,10 @@ class RegionLegality:
         if not self.same_configuration(ga, gb):
             unknown = [g for g in (ga, gb) if self.lane_config(g.lanes[0]) is None]
             if unknown:  # a shape from argv or data: fusing would assume one value for all runs
-                stmt = self.model.launch(unknown[0].lanes[0][0]).statement
+                inst = self.model.launch(unknown[0].lanes[0][0])
+                stmt = inst.statement
                 return Problem(RefusalKind.SHAPE_UNKNOWN,
-                               f"launch configuration at line {stmt.line} is not known when optimizing "
+                               f"launch configuration at line {inst.line} is not known when optimizing "
                                f"(grid {stmt.grid}, block {stmt.block}); a fused kernel would hold for one "
                                "shape only")
             return Problem(RefusalKind.SHAPE_DIFFERS, "different launch configurations")

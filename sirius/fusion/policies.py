@@ -112,7 +112,7 @@ class CandidateLaunch:
 
     @property
     def line(self) -> int | None:
-        return self.instance.statement.line
+        return self.instance.line
 
     @property
     def grid(self) -> tuple[int, int, int] | None:

@@ -55,6 +55,24 @@ def test_launches_in_both_arms_of_an_if_else_take_the_shape_pushed_above_it(bran
         assert f"{out.name}:{line}, {kernel} clip): fused launches 1" in verify.stdout, verify.stdout
 
 
+def test_launches_are_named_at_the_lines_they_are_written_on(branch_launches):
+    """A launch in a helper the compiler inlined is at its line in the helper, not at the
+    helper's call in main (line 68), in the summary, the report and the analysis."""
+    summary, report, _ = branch_launches
+    assert "smooth (line 45) -> damp (line 46)" in summary, summary
+    assert "not fused: gather (line 60), implicit_step (line 62): control flow between them" in summary, summary
+    assert "not fused: clip (line 66), smooth (line 45): they are in different host loop nests" in summary, summary
+    lanes = {m["kernel"]: m["line"] for g in report["groups"] for lane in g["lanes"] for m in lane
+             if m["kernel"] != "clip"}
+    assert lanes == {"implicit_step": 62, "explicit_step": 65, "smooth": 45, "damp": 46}, lanes
+    named = {(m["kernel"], m["line"]) for r in report["refused"] for m in r["launches"]}
+    assert named == {("gather", 60), ("implicit_step", 62), ("clip", 63), ("explicit_step", 65), ("clip", 66),
+                     ("smooth", 45)}, named
+    analysis = sirius("analyze", str(HERE / "branch_launches.cu"))
+    assert analysis.returncode == 0, analysis.stderr
+    assert "line 45: smooth grid [64, 1, 1]" in analysis.stdout and "line 46: damp grid" in analysis.stdout
+
+
 def test_an_array_of_device_pointers_is_one_allocation_per_element(tmp_path):
     analysis = sirius("analyze", str(HERE / "pointer_array.cu"))
     assert analysis.returncode == 0, analysis.stderr
@@ -131,8 +149,10 @@ def test_launches_in_an_inlined_helper_are_rewritten_in_the_helper(tmp_path):
 def test_a_helper_inlined_twice_or_in_an_included_file_keeps_its_launches(tmp_path):
     twice = sirius("optimize", str(HERE / "helper_twice.cu"), "-o", str(tmp_path / "twice.cu"))
     assert twice.returncode == 0 and "launches per run: 4 -> 4" in twice.stdout, twice.stdout + twice.stderr
-    assert ("not fused: scale (line 16): its launch expression cannot be rewritten: it is written once in forward "
-            "(line 8), which runs it for 2 launches in the program: rewriting it would change them all") in twice.stdout
+    # both calls' launches are the one written at line 8, and refused alike
+    assert twice.stdout.count("not fused: scale (line 8): its launch expression cannot be rewritten: it is written once "
+                              "in forward (line 8), which runs it for 2 launches in the program: rewriting it would "
+                              "change them all") == 2, twice.stdout
     included = sirius("optimize", str(HERE / "included" / "main.cu"), "-o", str(tmp_path / "included.cu"))
     assert included.returncode == 0, included.stdout + included.stderr
     assert ("not fused: scale (line 9): its launch expression cannot be rewritten: it is written in kernels.cu at "
@@ -153,7 +173,7 @@ def test_two_launches_of_one_kernel_on_one_line_are_told_apart(tmp_path):
                                    "another scope (a namespace or class): the program would not link"),
     ("default_arguments.cu", "not fused: inc (line 12): the launch writes 1 of the kernel's 3 arguments (the others "
                              "are default arguments of its declaration)"),
-    ("parameter_pack.cu", "not fused: inc (line 14): an argument is a parameter pack expansion"),
+    ("parameter_pack.cu", "not fused: inc (line 7): an argument is a parameter pack expansion"),
 ])
 def test_launches_the_rewrite_cannot_follow_stay_as_written(program, reason, tmp_path):
     """A helper that also runs where the analysis does not follow (through a function
