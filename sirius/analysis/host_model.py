@@ -208,8 +208,11 @@ class HostModel:
 class _HostEvaluator(Evaluator):
     def __init__(self, func: Function, layout: TypeLayout, managed: frozenset[str] = frozenset()):
         super().__init__(func, layout, loop_prefix="h")
-        self.slot_alloc: dict[int, int] = {}  # id(alloca) -> allocation id
-        self.reassigned: set[int] = set()
+        # (id(alloca), byte offset) -> the allocation cudaMalloc(&slot) put there: a pointer
+        # variable, or one element of an array of pointers (bufs[1], a struct's field)
+        self.slot_alloc: dict[tuple[int, int], int] = {}
+        self.reassigned: set[tuple[int, int]] = set()  # slots written again: their allocation is not known
+        self.untracked: set[int] = set()  # allocas no slot of which is known (a run-time index, an escape)
         self.bound_args: dict[int, object] = {}  # entry parameters bound at the caller's call site
         self.managed = managed  # __managed__ variables: the host addresses their device buffer
 
@@ -219,15 +222,37 @@ class _HostEvaluator(Evaluator):
         if v.kind == "global" and v.name in self.managed:
             return Pointer(("global", v.name), Expr.const(0))
         if isinstance(v, Instr) and v.opcode == "load" and v.type == "ptr":
-            slot = v.operands[0]
-            aid = self.slot_alloc.get(id(slot))
-            if aid is not None and id(slot) not in self.reassigned:
+            aid = self.allocation_at(v.operands[0])
+            if aid is not None:
                 return Pointer(("alloc", aid), Expr.const(0))
         if isinstance(v, Instr) and v.opcode == "alloca":
             return Pointer(("host", id(v)), Expr.const(0))
         if isinstance(v, Instr) and v.opcode == "call" and v.callee in _HOST_ALLOCATORS:
             return Pointer(("host", id(v)), Expr.const(0))
         return None
+
+    def slot_of(self, address: Value) -> tuple[Instr, int | None] | None:
+        """The local variable (an ``alloca``) ``address`` points into, with the byte offset
+        (``None``: not a constant, as ``&bufs[k]``); ``None`` for any other address."""
+        base = address
+        while isinstance(base, Instr) and base.opcode == "getelementptr" and base.operands:
+            base = base.operands[0]  # &bufs[k] - 1 is two of them
+        if not (isinstance(base, Instr) and base.opcode == "alloca"):
+            return None
+        if base is address:
+            return base, 0
+        at = self.value(address)
+        known = isinstance(at, Pointer) and at.base == ("host", id(base)) and at.offset is not None
+        return base, at.offset.constant_value() if known else None
+
+    def allocation_at(self, address: Value) -> int | None:
+        """The allocation the slot at ``address`` holds wherever it is read: one
+        ``cudaMalloc`` wrote it, nothing else writes it, and its address does not escape."""
+        slot = self.slot_of(address)
+        if slot is None or slot[1] is None or id(slot[0]) in self.untracked:
+            return None
+        key = (id(slot[0]), slot[1])
+        return None if key in self.reassigned else self.slot_alloc.get(key)
 
     def merge(self, v: Instr, values: list):
         options = set()
@@ -368,11 +393,17 @@ class _HostModelBuilder:
                 self.ev.bound_args[i] = values[0]
 
     def _find_allocation_slots(self) -> None:
+        """The allocations, and the slots whose allocation is known wherever they are read:
+        each ``cudaMalloc(&slot, …)`` into a pointer variable, or into an element of a local
+        array of pointers at a constant index (``&bufs[1]``), is that slot's allocation when
+        nothing else writes the slot afterwards and the array's address is not kept or
+        passed on. A ``cudaMalloc(&bufs[b])`` at a run-time index, a store ``bufs[k] = q``
+        and an escaping address leave every element of the array unknown."""
         per_line: dict[int | None, int] = {}
+        allocating: dict[tuple[int, int], Instr] = {}  # slot -> the cudaMalloc writing it
         for ins in self.func.instructions():
             callee = ins.callee
             if callee in _ALLOC_CALLS and ins.operands:
-                slot = ins.operands[0]
                 ordinal = per_line.get(ins.line, 0)
                 per_line[ins.line] = ordinal + 1
                 aid = len(self.allocations)
@@ -382,30 +413,52 @@ class _HostModelBuilder:
                 self.allocations.append(alloc)
                 self.alloc_by_id[aid] = alloc
                 self.alloc_of_call[id(ins)] = alloc
-                if isinstance(slot, Instr) and slot.opcode == "alloca":
-                    if id(slot) in self.ev.slot_alloc:
-                        self.ev.reassigned.add(id(slot))  # one slot, several allocations
-                    self.ev.slot_alloc[id(slot)] = aid
-        malloc_of_slot = {id(ins.operands[0]): ins for ins in self.func.instructions()
-                          if ins.callee in _ALLOC_CALLS and ins.operands}
+                slot = self.ev.slot_of(ins.operands[0])
+                if slot is not None and slot[1] is None:
+                    self.ev.untracked.add(id(slot[0]))  # cudaMalloc(&bufs[b]): any element
+                elif slot is not None:
+                    key = (id(slot[0]), slot[1])
+                    if key in self.ev.slot_alloc:
+                        self.ev.reassigned.add(key)  # one slot, several allocations
+                    self.ev.slot_alloc[key] = aid
+                    allocating[key] = ins
+        tracked = {array for array, _ in self.ev.slot_alloc}
         for ins in self.func.instructions():
-            if ins.opcode == "store" and id(ins.operands[1]) in self.ev.slot_alloc:
-                if not self._runs_before(ins, malloc_of_slot.get(id(ins.operands[1]))):
-                    self.ev.reassigned.add(id(ins.operands[1]))  # e.g. a pointer swap
             if ins.opcode == "store":
                 value, target = ins.operands[0], ins.operands[1]
-                escaped = self._element_of_slot(value)  # the slot's address kept in memory: float** p = bufs;
-                if escaped is not None:
-                    self.ev.reassigned.add(id(escaped))
-                element = self._element_of_slot(target)  # bufs[k] = q, where k may be 0
-                if element is not None and target is not element:
-                    self.ev.reassigned.add(id(element))
+                kept = self.ev.slot_of(value)  # the slot's address kept in memory: float** p = bufs;
+                if kept is not None:
+                    self.ev.untracked.add(id(kept[0]))
+                slot = self.ev.slot_of(target)
+                if slot is not None and id(slot[0]) in tracked:
+                    self._stored_into(ins, slot, allocating)
             if ins.opcode in ("call", "invoke") and ins.callee is not None \
                     and not ins.callee.startswith("llvm.lifetime"):
                 for op in ins.call_args:
-                    slot = self._element_of_slot(op)
-                    if slot is not None and (ins.callee not in _ALLOC_CALLS or op is not slot):
-                        self.ev.reassigned.add(id(slot))  # slot address escapes into a call
+                    slot = self.ev.slot_of(op)
+                    if slot is None or ins.callee in _ALLOC_CALLS and op is ins.operands[0]:
+                        continue
+                    if ins.callee.startswith("llvm.memset") and op is ins.operands[0] and all(
+                            self._runs_before(ins, call) for key, call in allocating.items() if key[0] == id(slot[0])):
+                        continue  # float* bufs[2] = {}: cleared before each slot is allocated
+                    self.ev.untracked.add(id(slot[0]))  # the address escapes into a call
+        self.ev.cache.clear()  # values read above were read before every slot was known
+
+    def _stored_into(self, store: Instr, slot: tuple[Instr, int | None], allocating) -> None:
+        """Account for ``store`` into a local that holds allocated slots: a pointer stored
+        exactly at a slot before its ``cudaMalloc`` on every path (``float* p = nullptr``)
+        changes nothing; one stored after replaces that slot's allocation; a store at a
+        run-time index (``bufs[k] = q``, ``k`` perhaps 0) or over part of a slot, any."""
+        array, offset = slot
+        if offset is None:
+            self.ev.untracked.add(id(array))
+            return
+        key = (id(array), offset)
+        if key in self.ev.slot_alloc and store.operands[0].type == "ptr":
+            if not self._runs_before(store, allocating.get(key)):
+                self.ev.reassigned.add(key)  # e.g. a pointer swap
+        elif any(a == id(array) and abs(o - offset) < 8 for a, o in self.ev.slot_alloc):
+            self.ev.untracked.add(id(array))  # some other value over a slot's bytes
 
     def _hoisted_config(self, launch: Instr) -> Instr | None:
         """The ``__cudaPushCallConfiguration`` whose shape ``launch`` runs with, when the
@@ -440,21 +493,6 @@ class _HostModelBuilder:
                 return found
             block, limit = self.ev.idom.get(block), None
         return None
-
-    def _element_of_slot(self, op: Value) -> Instr | None:
-        """The tracked allocation slot ``op`` may address the first pointer of: the slot
-        itself, or an element of an array of pointers (``&bufs[k]``) at an offset that is
-        not known to be another element's."""
-        if id(op) in self.ev.slot_alloc:
-            return op
-        base = op
-        while isinstance(base, Instr) and base.opcode == "getelementptr" and base.operands:
-            base = base.operands[0]  # &bufs[k] - 1 is two of them
-        if base is op or id(base) not in self.ev.slot_alloc:
-            return None
-        at = self.ev.value(op)
-        offset = at.offset.constant_value() if isinstance(at, Pointer) and at.offset is not None else None
-        return None if offset is not None and offset != 0 else base
 
     def _runs_before(self, first: Instr, later: Instr | None) -> bool:
         """``first`` executes before ``later`` on every path (``float* p = nullptr; cudaMalloc(&p…)``)."""
@@ -570,8 +608,8 @@ class _HostModelBuilder:
         store = _last_store_to(holder, call, self.ev)
         if store is not None:
             return self._resolve(store.operands[0])
-        aid = self.ev.slot_alloc.get(id(holder))
-        if aid is not None and id(holder) not in self.ev.reassigned:
+        aid = self.ev.allocation_at(holder)
+        if aid is not None:
             return ArgValue("buffer", buffer=self.alloc_by_id[aid].name, offset=Expr.const(0))
         return ArgValue("unknown")
 
