@@ -20,7 +20,7 @@ its shape and arguments from the call itself (``call`` names it).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sirius.analysis.cfg import loop_nest, structured_order
 from sirius.analysis.evaluate import Evaluator, Formula, LoopInfo, Pointer, conjunction
@@ -179,6 +179,9 @@ class HostStatement:
     call: str | None = None  # the function called (runtime function, or the program's own helper)
     inlined_from: str | None = None  # the program's function the compiler inlined it from, called at ``line``
     written_at: tuple[tuple[int, str | None], ...] = ()  # (line, file) where written, innermost first (ir.Instr)
+    written_in: tuple[str, ...] = ()  # the function each of ``written_at`` lies in
+    # the program's functions (IR names, outermost first) modelled at their call sites that it lies in
+    through: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """What the statement is, for reports: ``cudaMemcpy2D (DeviceToDevice) at line 14``."""
@@ -206,8 +209,9 @@ class HostModel:
 
 
 class _HostEvaluator(Evaluator):
-    def __init__(self, func: Function, layout: TypeLayout, managed: frozenset[str] = frozenset()):
-        super().__init__(func, layout, loop_prefix="h")
+    def __init__(self, func: Function, layout: TypeLayout, managed: frozenset[str] = frozenset(),
+                 loop_prefix: str = "h"):
+        super().__init__(func, layout, loop_prefix=loop_prefix)
         # (id(alloca), byte offset) -> the allocation cudaMalloc(&slot) put there: a pointer
         # variable, or one element of an array of pointers (bufs[1], a struct's field)
         self.slot_alloc: dict[tuple[int, int], int] = {}
@@ -318,29 +322,48 @@ def _arg_array_slots(array: Value, call: Instr, ev: Evaluator) -> dict[int, Valu
     return slots
 
 
+def _launch_written(call: Instr, inlined_stub: bool):
+    """Where the launch ``call`` is written: its (line, file) chain and the function of
+    each link, innermost first, and the program's function the compiler inlined it from.
+    A ``<<<>>>`` launch whose stub the compiler inlined calls ``cudaLaunchKernel`` from the
+    stub's body, which debug information places at the kernel's definition: that link is
+    the compiler's, not the program's, and is left out."""
+    written_at, written_in = call.written_at, call.written_in
+    if not (inlined_stub and len(written_at) > 1):
+        return written_at, written_in, call.inlined_from
+    written_at, written_in = written_at[1:], written_in[1:]
+    return written_at, written_in, (written_in[-2] or None) if len(written_in) > 1 else None
+
+
 class _HostModelBuilder:
     def __init__(self, module: Module, entry: str, alloc_names, kernel_of_stub, caller: "_HostModelBuilder | None" = None,
                  device_globals: frozenset[str] = frozenset(), demangle=lambda name: name,
-                 managed: frozenset[str] = frozenset()):
+                 managed: frozenset[str] = frozenset(), descend: bool = False, through: tuple[str, ...] = ()):
         self.module = module
         if entry not in module.functions or module.functions[entry].is_declaration:
             raise InputError(f"error: entry function '{entry}' is not defined in the program")
         self.func = module.functions[entry]
         self.layout = TypeLayout(module.struct_types)
         self.managed = managed
-        self.ev = _HostEvaluator(self.func, self.layout, managed)
+        # descend: the calls of the program's functions that launch kernels are modelled at
+        # their call sites (``through`` the functions so modelled around this one), their loop
+        # iterators named apart from the caller's
+        self.descend, self.through = descend, through
+        self.descents = [0]  # functions modelled at call sites so far, in the whole model
+        self.ev = _HostEvaluator(self.func, self.layout, managed, loop_prefix="h")
         self.alloc_names = alloc_names  # callable(line, ordinal) -> name | None
         self.kernel_of_stub = kernel_of_stub  # callable(stub name) -> kernel name | None
         self.allocations: list[Allocation] = []
         self.alloc_by_id: dict[int, Allocation] = {}
         self.alloc_of_call: dict[int, Allocation] = {}  # id of the allocating call -> its allocation
-        if caller is not None:
-            self._bind_to_caller(caller, entry)
         self.statements: list[HostStatement] = []
         self.notes: list[str] = []
         self.launching_calls: list[str] = []
+        self.descended_loops: list[LoopInfo] = []  # the loops of the functions modelled at their call sites
         self.device_globals = device_globals
         self.demangle = demangle
+        if caller is not None:
+            self._bind_to_caller(caller, entry)
 
     def run(self) -> HostModel:
         self._find_allocation_slots()
@@ -373,6 +396,7 @@ class _HostModelBuilder:
                 else:
                     self._runtime_call(ins, callee, nest, domain)
         loops = tuple(self.ev.loop_infos[lp.name] for lp in self.ev.loops if lp.name in self.ev.loop_infos)
+        loops += tuple(self.descended_loops)
         return HostModel(self.func.name, tuple(self.statements), tuple(self.allocations), loops, tuple(self.notes),
                          tuple(dict.fromkeys(self.launching_calls)))
 
@@ -385,7 +409,8 @@ class _HostModelBuilder:
         self.alloc_by_id = dict(caller.alloc_by_id)
         calls = [ins for ins in caller.func.instructions() if ins.callee == entry]
         if not calls:
-            self.notes.append(f"{entry} is not called from {caller.func.name}: its pointer parameters are unknown")
+            self.notes.append(f"{self._readable(entry)} is not called from {caller._readable(caller.func.name)} "
+                              "(the compiler inlined its calls there): its pointer parameters are unknown")
             return
         for i in range(len(self.func.args)):
             values = [caller.ev.value(c.operands[i]) for c in calls if i < len(c.operands) - 1]
@@ -643,10 +668,11 @@ class _HostModelBuilder:
                 args.append(self._held_value(slots.get(i), call))
         else:
             args = [self._resolve(op) for op in call.call_args]
+        written_at, written_in, inlined_from = _launch_written(call, inlined_stub=via_array and config is not None)
         self.statements.append(HostStatement(
             len(self.statements), "launch", call.line, nest, domain, kernel=kernel or stub, grid=grid,
-            block=block, shmem=shmem, stream=stream, args=tuple(args), inlined_from=call.inlined_from,
-            call=launched_by, written_at=call.written_at))
+            block=block, shmem=shmem, stream=stream, args=tuple(args), inlined_from=inlined_from,
+            call=launched_by, written_at=written_at, written_in=written_in))
 
     def _runtime_call(self, ins: Instr, callee: str, nest, domain) -> None:
         """Every call between launches becomes a statement, unless it is host-only:
@@ -682,10 +708,41 @@ class _HostModelBuilder:
                 self._managed_arguments(ins, callee, nest, domain)
                 return
             if effect == "launches kernels":
+                if self._descended(ins, callee, nest, domain):
+                    return
                 self.launching_calls.append(callee)
             self._opaque(ins, self._readable(callee), nest, domain, f"the function {effect}")
         else:
             self._opaque(ins, self._readable(callee), nest, domain)
+
+    def _descended(self, ins: Instr, callee: str, nest, domain) -> bool:
+        """Model the call ``ins`` of the program's function ``callee``, which launches
+        kernels, at its call site: its statements, in its own loops nested in the call's, with
+        its parameters bound to what this call passes (a pointer or an integer the evaluator
+        follows; anything else stays unknown). Not done (False) unless descending, nor for a
+        function the chain of calls already passes through (recursion), nor past 8 deep."""
+        if not self.descend or callee in self.through or callee == self.func.name or len(self.through) >= 8:
+            return False
+        inner = _HostModelBuilder(self.module, callee, self.alloc_names, self.kernel_of_stub, None,
+                                  self.device_globals, self.demangle, self.managed, True, self.through + (callee,))
+        self.descents[0] += 1
+        inner.descents = self.descents
+        inner.ev = _HostEvaluator(inner.func, inner.layout, self.managed, loop_prefix=f"h{self.descents[0]}_")
+        inner.allocations, inner.alloc_by_id = self.allocations, self.alloc_by_id  # one numbering
+        for i, op in enumerate(ins.call_args):
+            value = self.ev.value(op)
+            if i < len(inner.func.args) and isinstance(value, (Pointer, Expr)):
+                inner.ev.bound_args[i] = value
+        model = inner.run()
+        for stmt in model.statements:
+            self.statements.append(replace(
+                stmt, index=len(self.statements), loops=nest + stmt.loops,
+                domain=conjunction([d for d in (domain, stmt.domain) if d is not None]),
+                through=(callee,) + stmt.through))
+        self.descended_loops.extend(model.loops)
+        self.notes.extend(model.notes)
+        self.launching_calls.extend(model.launching_calls)
+        return True
 
     def _managed_arguments(self, ins: Instr, callee: str, nest, domain) -> None:
         """A host call given the address of a ``__managed__`` variable (``memset(acc, ...)``,
@@ -752,7 +809,8 @@ class _HostModelBuilder:
 
 def build_host_model(module: Module, entry: str, alloc_names, kernel_of_stub,
                      callers: tuple[str, ...] = (), device_globals: frozenset[str] = frozenset(),
-                     demangle=lambda name: name, managed: frozenset[str] = frozenset()) -> HostModel:
+                     demangle=lambda name: name, managed: frozenset[str] = frozenset(),
+                     descend: bool = False) -> HostModel:
     """Model the statements of ``entry`` in the host IR module (see the module docstring).
 
     With ``callers`` (``("main",)``, or ``("main", "run_model")`` when the
@@ -760,11 +818,12 @@ def build_host_model(module: Module, entry: str, alloc_names, kernel_of_stub,
     are the outermost caller's and each function's parameters are bound to
     what every call site in its caller passes. ``managed`` names the ``__managed__``
     variables: the host's loads and stores of them are statements (see
-    ``analysis.managed_variables``).
+    ``analysis.managed_variables``). With ``descend``, the calls of the program's functions
+    that launch kernels are modelled at their call sites (their statements carry ``through``).
     """
     parent = None
     for name in callers:
         parent = _HostModelBuilder(module, name, alloc_names, kernel_of_stub, parent, device_globals, demangle,
                                    managed)
     return _HostModelBuilder(module, entry, alloc_names, kernel_of_stub, parent, device_globals, demangle,
-                             managed).run()
+                             managed, descend).run()

@@ -71,6 +71,7 @@ class Instr(Value):
     inlined_from: str | None = None  # the function, inlined at ``line``, that this instruction comes from
     # where it is written, innermost first: (line, file) of each inlined function's call down to ``line``
     written_at: tuple[tuple[int, str | None], ...] = ()
+    written_in: tuple[str, ...] = ()  # the function each of ``written_at`` lies in ("" where unknown)
 
     @property
     def callee(self) -> str | None:
@@ -149,17 +150,21 @@ class _Converter:
         self.lines = {}
         self.inlined_from: dict[int, str] = {}  # location -> the function inlined at its outermost call site
         self.written_at: dict[int, tuple[tuple[int, str | None], ...]] = {}  # location -> its chain, innermost first
+        self.written_in: dict[int, tuple[str, ...]] = {}  # location -> the function of each link of its chain
         for key in raw:
             line, parent = raw[key]
             seen, current, previous = 0, key, key
             chain = [(line, file_of.get(scope_of.get(key)))]
+            functions = [_subprogram(scopes, scope_of.get(key))]
             while parent is not None and parent in raw and seen < 64:
                 previous, current = current, parent
                 line, parent = raw[current]
                 chain.append((line, file_of.get(scope_of.get(current))))
+                functions.append(_subprogram(scopes, scope_of.get(current)))
                 seen += 1
             self.lines[key] = line
             self.written_at[key] = tuple(chain)
+            self.written_in[key] = tuple(functions)
             if seen:  # the outermost inlined location's scope is in the function called at ``line``
                 self.inlined_from[key] = _subprogram(scopes, scope_of.get(previous))
         self.text_instructions = _text_instructions(text)
@@ -228,7 +233,8 @@ class _Converter:
             instr = Instr("inst", str(ins.type), shown.text, ins.name, opcode=ins.opcode, block=block,
                           line=self.lines.get(ref) if ref is not None else None,
                           inlined_from=self.inlined_from.get(ref) if ref is not None else None,
-                          written_at=self.written_at.get(ref, ()) if ref is not None else ())
+                          written_at=self.written_at.get(ref, ()) if ref is not None else (),
+                          written_in=self.written_in.get(ref, ()) if ref is not None else ())
             if loop_ref is not None and loop_ref in self.loop_starts:
                 instr.loop_line = self.lines.get(self.loop_starts[loop_ref])
             self.values[_address(ins)] = instr

@@ -318,8 +318,8 @@ def analyze_program(job: CompileJob, entry: str = "main",
     callers: tuple[str, ...] = (caller,) if caller else ()
     globals_ = device_globals(device)
     managed = managed_variables(device)
-    build = lambda fn, outer: build_host_model(host, fn, alloc_name, kernel_of_stub, outer, frozenset(globals_),
-                                               demangle, frozenset(managed))
+    build = lambda fn, outer, descend=False: build_host_model(
+        host, fn, alloc_name, kernel_of_stub, outer, frozenset(globals_), demangle, frozenset(managed), descend)
     host_model = build(entry_ir, callers)
     chain = [entry_ir]
     while not host_model.launches and len(chain) < 4:
@@ -330,6 +330,13 @@ def analyze_program(job: CompileJob, entry: str = "main",
             break
         callers, chain = callers + (chain[-1],), chain + [host_model.launching_calls[0]]
         host_model = build(chain[-1], callers)
+    if not host_model.launches and host_model.launching_calls:
+        # several helpers launch (main -> run_step -> launch_a, launch_b): each call of one is
+        # modelled where it is made
+        host_model = build(chain[-1], callers, True)
+        host_model = dataclasses.replace(host_model, notes=host_model.notes + (
+            "launches in " + ", ".join(dict.fromkeys(_short_name(demangle(n)) for s in host_model.launches
+                                                     for n in s.through)) + " modelled where they are called",))
     if len(chain) > 1:
         path = " -> ".join(_short_name(demangle(n)) for n in chain)
         host_model = HostModel(host_model.entry, host_model.statements, host_model.allocations, host_model.loops,
@@ -354,6 +361,7 @@ def analyze_program(job: CompileJob, entry: str = "main",
     elsewhere = next((why for why in (_runs_elsewhere(compiled.host_ir, host, name, by, demangle)
                                       for name, by in called_by.items() if name != "main") if why), None)
     model.launches = _placed(model.launches, source, host, kernels, job.path, elsewhere)
+    model.launches = _unless_run_elsewhere(model.launches, compiled.host_ir, host, chain[-1], demangle)
     return model
 
 
@@ -373,9 +381,34 @@ def _runs_elsewhere(host_ir: str, host, name: str, caller: str | None, demangle)
                 "analysis does not follow")
     others = sorted({_short_name(demangle(fn)) for fn, _ in calls if fn != caller})
     if others:
+        uncalled = [fn for fn in sorted({fn for fn, _ in calls if fn != caller})
+                    if fn != "main" and not any(ins.callee == fn for f in host.functions.values()
+                                                if not f.is_declaration for ins in f.instructions())]
         return (f"the launches are in {readable}, which {', '.join(others)} also call{'' if len(others) > 1 else 's'}"
-                + (f" (the analysis follows the calls in {_short_name(demangle(caller))})" if caller else ""))
+                + (f" (the analysis follows the calls in {_short_name(demangle(caller))})" if caller else "")
+                + (f"; {', '.join(_short_name(demangle(fn)) for fn in uncalled)} is not called here but has external "
+                   "linkage: another translation unit may call it (declaring it static says it cannot)"
+                   if uncalled else ""))
     return None
+
+
+def _unless_run_elsewhere(launches: list[LaunchInstance], host_ir: str, host, entry: str,
+                          demangle) -> list[LaunchInstance]:
+    """The launches modelled in a function at its call site (``through``), unplaced where
+    that function, or one it is called through, also runs from where the analysis does not
+    follow it: rewritten in its body, they would run fused there too."""
+    why: dict[tuple[str, str], str | None] = {}
+    out = []
+    for inst in launches:
+        through = inst.statement.through
+        reason = None
+        for name, caller in zip(through, (entry,) + through[:-1]):
+            if (name, caller) not in why:
+                why[(name, caller)] = _runs_elsewhere(host_ir, host, name, caller, demangle)
+            reason = reason or why[(name, caller)]
+        out.append(dataclasses.replace(inst, site=None, unplaced=reason) if reason and inst.site is not None
+                   else inst)
+    return out
 
 
 def _placed(launches: list[LaunchInstance], source: SourceIndex, host, kernels, main_file: Path,
@@ -416,13 +449,15 @@ def _placed(launches: list[LaunchInstance], source: SourceIndex, host, kernels, 
             # written at that line may be another one, and rewriting it would replace the wrong launch
             placed.append(inst)
             continue
-        site = at(stmt.line, inst.kernel)
-        why = None
-        if site is None and stmt.inlined_from:
-            for line, file in stmt.written_at[:-1]:
+        outer_file = stmt.written_at[-1][1] if stmt.written_at else None
+        in_main = outer_file is None or os.path.realpath(outer_file) == main
+        site = at(stmt.line, inst.kernel) if in_main else None
+        why = None if in_main else _elsewhere_written(stmt, next(
+            k for k, (_, file) in enumerate(stmt.written_at) if file is not None and os.path.realpath(file) != main))
+        if site is None and in_main and stmt.inlined_from:
+            for k, (line, file) in enumerate(stmt.written_at[:-1]):
                 if file is not None and os.path.realpath(file) != main:
-                    why = (f"it is written in {Path(file).name} at line {line} (in {stmt.inlined_from}), and only "
-                           "the main file is rewritten")
+                    why = why or _elsewhere_written(stmt, k)
                     continue
                 # a helper inlined at several calls: its launch, matched for the first, is this one too
                 site = at(line, inst.kernel) or inner_sites.get((line, _spelled(inst.kernel.name)))
@@ -452,6 +487,15 @@ def _placed(launches: list[LaunchInstance], source: SourceIndex, host, kernels, 
             for k in members:
                 placed[k] = dataclasses.replace(placed[k], site=None, unplaced=why)
     return placed
+
+
+def _elsewhere_written(stmt: HostStatement, k: int) -> str:
+    """Why a launch written outside the main file (link ``k`` of its chain, innermost
+    first) is not rewritten: the file, the line there and the function it is written in."""
+    line, file = stmt.written_at[k]
+    function = stmt.written_in[k] if k < len(stmt.written_in) else ""
+    return (f"it is written in {Path(file).name} at line {line}" + (f" (in {function})" if function else "")
+            + ", and only the main file is rewritten")
 
 
 def _launch_copies(host) -> dict[tuple[int, str], int]:

@@ -1,0 +1,101 @@
+"""Layouts of real programs (issue 31): kernels in a ``.cu`` file the main file includes,
+and launches in host helpers that ``main`` calls through others. Launches the optimizer
+can rewrite are fused and verified; the others are left as written with a true reason
+(the file, line and function where the launch is written)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.toolchain
+
+HERE = Path(__file__).resolve().parent / "idioms"
+SIRIUS = str(Path(sys.executable).parent / "sirius")
+
+
+def sirius(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([SIRIUS, *args], capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def included(tmp_path_factory):
+    out = tmp_path_factory.mktemp("included") / "main.opt.cu"
+    proc = sirius("optimize", str(HERE / "included_kernels" / "main.cu"), "-o", str(out))
+    return proc, out
+
+
+def test_kernels_of_an_included_file_fuse_where_main_launches_them(included):
+    proc, out = included
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "launches per run: 4 -> 3" in proc.stdout, proc.stdout
+    assert "layer_forward (line 13) -> squash (line 14)" in proc.stdout, proc.stdout
+    verify = sirius("verify", str(HERE / "included_kernels" / "main.cu"), str(out))
+    assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
+    assert "fused launches 1" in verify.stdout, verify.stdout
+
+
+def test_launches_written_in_the_included_file_name_its_line_and_function(included):
+    """The compiler inlined the included file's helper into main: the reason names where
+    each launch is written (not the kernel's definition, which the inlined launch stub
+    points at)."""
+    proc, _ = included
+    for kernel, line in (("adjust_weights", 23), ("decay", 24)):
+        assert (f"not fused: {kernel} (line 15): its launch expression cannot be rewritten: it is written in "
+                f"kernels.cu at line {line} (in train_step), and only the main file is rewritten") in proc.stdout, \
+            proc.stdout
+
+
+def test_a_helper_of_an_included_file_as_the_entry_names_its_file_and_line(tmp_path):
+    """The helper is the entry (main calls only it, not inlined): its launches are written
+    in the included file, at the lines the reason gives, never looked for in main's file."""
+    (tmp_path / "kernels.cu").write_text(
+        (HERE / "included_kernels" / "kernels.cu").read_text().replace("static void train_step", "void train_step"))
+    main = tmp_path / "main.cu"
+    main.write_text("#include <cstdio>\n#include \"kernels.cu\"\n#define N 4096\n" + "\n" * 19 +
+                    "int main() {\n  float *d, *w; cudaMalloc(&d, N * 4); cudaMalloc(&w, N * 4);\n"
+                    "  cudaMemset(d, 0, N * 4); cudaMemset(w, 0, N * 4);\n"
+                    "  train_step(d, w, N);\n  float h[4]; cudaMemcpy(h, w, sizeof h, cudaMemcpyDeviceToHost);\n"
+                    "  printf(\"%f\\n\", h[1]);\n  return 0;\n}\n")
+    proc = sirius("optimize", str(main), "-o", str(tmp_path / "out.cu"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert ("not fused: adjust_weights (line 23): its launch expression cannot be rewritten: it is written in "
+            "kernels.cu at line 23 (in train_step), and only the main file is rewritten") in proc.stdout, proc.stdout
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory):
+    out = tmp_path_factory.mktemp("chain") / "helper_chain.opt.cu"
+    return sirius("optimize", str(HERE / "helper_chain.cu"), "-o", str(out)), out
+
+
+def test_launches_in_helpers_main_calls_are_modelled_at_their_call_sites(chain):
+    proc, out = chain
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "launches per run: 12 -> 8" in proc.stdout and "kick (line 23) -> drift (line 24)" in proc.stdout, \
+        proc.stdout
+    assert ("not fused: forces (line 20), kick (line 23): they are in different host functions "
+            "(compute_forces, integrate)") in proc.stdout, proc.stdout
+    verify = sirius("verify", str(HERE / "helper_chain.cu"), str(out))
+    assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
+    assert "fused launches 4" in verify.stdout, verify.stdout
+
+
+def test_a_helper_another_translation_unit_may_call_keeps_its_launches(tmp_path):
+    """run_step keeps an external definition that calls integrate: rewriting integrate's
+    launches would change what that definition runs. Named as the entry, it is modelled
+    too (it was once an internal error)."""
+    program = tmp_path / "chain.cu"
+    program.write_text((HERE / "helper_chain.cu").read_text().replace("static void run_step", "void run_step"))
+    for entry in ((), ("--entry", "run_step")):
+        proc = sirius("optimize", str(program), "-o", str(tmp_path / "out.cu"), *entry)
+        assert proc.returncode == 0 and "launches per run: " in proc.stdout, proc.stdout + proc.stderr
+        assert "line None" not in proc.stdout, proc.stdout
+    assert ("not fused: kick (line 23): its launch expression cannot be rewritten: the launches are in integrate, "
+            "which main also calls (the analysis follows the calls in run_step)") in proc.stdout, proc.stdout
+    plain = sirius("optimize", str(program), "-o", str(tmp_path / "out.cu"))
+    assert ("which run_step also calls (the analysis follows the calls in main); run_step is not called here but "
+            "has external linkage") in plain.stdout, plain.stdout
