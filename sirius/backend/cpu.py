@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -172,10 +173,35 @@ def preprocess(source: Path, flags: CompileFlags, clang: str) -> str:
     cmd.append(str(source))
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
+        lacking = missing_library(proc.stderr)
         raise InputError(
-            f"error: cannot build {source} for the CPU backend:\n" + _short_diagnostics(proc.stderr)
+            f"error: cannot build {source} for the CPU backend: "
+            + (lacking if lacking else "\n" + _short_diagnostics(proc.stderr))
         )
     return proc.stdout
+
+
+# CUDA's C++ libraries, by the folder their headers are included from
+_CUDA_LIBRARIES = {"cub": "CUB", "thrust": "Thrust", "cuda": "libcu++ (the CUDA C++ standard library)",
+                   "cooperative_groups": "cooperative groups"}
+_NOT_FOUND = re.compile(r"^(?P<file>[^\n:]+):(?P<line>\d+):\d+: fatal error: '(?P<header>[^']+)' file not found", re.M)
+
+
+def missing_library(stderr: str) -> str | None:
+    """What the CPU backend lacks, when the program includes a header of one of CUDA's C++
+    libraries (CUB, Thrust, libcu++) that it does not provide: the file and line of the
+    include, the header and the library (None: the failure is another one)."""
+    found = _NOT_FOUND.search(stderr)
+    if found is None:
+        return None
+    header = found["header"]
+    library = _CUDA_LIBRARIES.get(header.split("/")[0]) if "/" in header else None
+    if library is None:
+        return None
+    return (f"{Path(found['file']).name}:{found['line']} includes <{header}>, a header of {library}, which the "
+            "CPU backend does not provide (it provides the CUDA runtime API, the device built-ins and "
+            "cooperative_groups.h; the libraries' device code is written in inline PTX assembly, which it cannot "
+            "run); run it on a GPU (--backend gpu)")
 
 
 def build_program(source: str | os.PathLike, flags: CompileFlags = CompileFlags(), *,

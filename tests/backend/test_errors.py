@@ -4,6 +4,8 @@ diagnostics with file:line."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from conftest import assert_clean_error, requires_clang, run_cpu
@@ -77,6 +79,24 @@ def test_missing_header_and_missing_file(tmp_path):
     src.write_text("#include <cublas_v2.h>\nint main() { return 0; }\n")
     assert_clean_error(run_cpu(src), "needs_cublas.cu:1:", "'cublas_v2.h' file not found")
     assert_clean_error(run_cpu(tmp_path / "absent.cu"), "no such file")
+
+
+@pytest.mark.parametrize("header, library", [("cub/cub.cuh", "CUB"), ("thrust/device_vector.h", "Thrust"),
+                                             ("cuda/std/atomic", "libcu++ (the CUDA C++ standard library)")])
+def test_cuda_cxx_libraries_are_named_as_what_the_backend_lacks(tmp_path, header, library):
+    """A kernel using CUB (cub::BlockReduce), Thrust or libcu++: the message says which
+    header, at which line, and which library the backend lacks, not clang's diagnostics."""
+    src = tmp_path / "uses_library.cu"
+    if header.startswith("cub/"):
+        src.write_text((Path(__file__).resolve().parents[1] / "analysis" / "idioms" / "cub_block_reduce.cu").read_text())
+        line = 3
+    else:
+        src.write_text(f"#include <cstdio>\n#include <{header}>\nint main() {{ return 0; }}\n")
+        line = 2
+    proc = run_cpu(src)
+    assert_clean_error(proc, f"uses_library.cu:{line} includes <{header}>, a header of {library}, which the CPU "
+                             "backend does not provide", "--backend gpu")
+    assert "fatal error" not in proc.stdout + proc.stderr
 
 
 def test_gpu_backend_without_gpu_says_so(tmp_path):
