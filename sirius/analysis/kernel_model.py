@@ -137,6 +137,9 @@ class KernelModel:
     warp_ops: tuple[tuple[str, int | None], ...]
     unsupported: tuple[str, ...]
     warp_masks: tuple[WarpMask, ...] = ()  # of each warp operation taking a mask, __syncwarp included
+    # a warp operation (or __activemask, __syncwarp) that a thread may return before reaching,
+    # the first by line: such a thread has exited, and the operation no longer waits for it
+    skippable_warp_op: int | None = None
     ident: str = ""  # a C identifier naming this kernel, unique in the program (overloads differ)
     noalias: tuple[int, ...] = ()  # parameters the IR marks noalias (declared __restrict__)
     max_threads: int | None = None  # from __launch_bounds__ ("nvvm.maxntid")
@@ -266,6 +269,7 @@ def build_kernel_model(func: Function, module: Module, name: str, params: list[P
     barriers: list[Barrier] = []
     warp_ops: list[tuple[str, int | None]] = []
     warp_masks: list[WarpMask] = []
+    warp_blocks: dict[Block, int | None] = {}  # blocks holding warp operations -> the first's line
     unsupported: list[str] = []
     barrier_blocks: set[Block] = set()
     for lp in ev.loops:
@@ -283,6 +287,7 @@ def build_kernel_model(func: Function, module: Module, name: str, params: list[P
                     body = re.sub(r"\\0[9AaDd]|[{}]", " ", asm.group(1))  # braces and escaped whitespace
                     if body.split() and body.split()[0].startswith("activemask"):
                         warp_ops.append(("activemask", instr.line))  # which lanes are converged here
+                        warp_blocks.setdefault(block, instr.line)
                     elif not _PURE_ASM.fullmatch(body):
                         unsupported.append(f"inline assembly at line {instr.line}: {body.strip()[:40]}")
                 elif callee is None:
@@ -290,6 +295,7 @@ def build_kernel_model(func: Function, module: Module, name: str, params: list[P
                 elif callee == _WARP_BARRIER:
                     barriers.append(Barrier(instr.line, nest, kind="warp", position=point))
                     warp_masks.append(_warp_mask(instr))
+                    warp_blocks.setdefault(block, instr.line)
                 elif _BARRIER_INTRINSIC.match(callee):
                     # every barrier counts for early exits, understood or not
                     barriers.append(Barrier(instr.line, nest, position=point,
@@ -299,6 +305,7 @@ def build_kernel_model(func: Function, module: Module, name: str, params: list[P
                         unsupported.append(f"named or partial barrier ({callee}) at line {instr.line}")
                 elif _WARP_OPS.match(callee):
                     warp_ops.append((callee.split(".")[2], instr.line))
+                    warp_blocks.setdefault(block, instr.line)
                     if callee.split(".")[2] != "activemask":
                         warp_masks.append(_warp_mask(instr))
                 elif callee in _UNSUPPORTED_CALLS:
@@ -341,7 +348,9 @@ def build_kernel_model(func: Function, module: Module, name: str, params: list[P
                        tuple(barriers), tuple(early_exits), loops, tuple(accesses), tuple(warp_ops),
                        tuple(dict.fromkeys(unsupported)), noalias=_noalias_params(func.header),
                        max_threads=_max_threads(func.header, module.text), scoped_alias=scoped,
-                       prints=prints, warp_masks=tuple(warp_masks))
+                       prints=prints, warp_masks=tuple(warp_masks),
+                       skippable_warp_op=min((line or 0 for b, line in warp_blocks.items() if not _on_every_path(func, b)),
+                                             default=None))
 
 
 def _warp_mask(call: Instr) -> WarpMask:

@@ -117,7 +117,7 @@ def phases_problem(model: ProgramModel, schedule: Schedule, groups: list[FusionG
                            None) if size < threads else None
             if partial is not None:
                 return partial
-            if _synchronizes(model, g):
+            if _synchronizes(model, g, block_only=True):
                 problem = _narrow_problem(model, [model.launch(i) for i in lane.launches], size)
                 if problem is not None:
                     return problem
@@ -143,7 +143,7 @@ def _narrow_problem(model: ProgramModel, launches, size: int) -> str | None:
     for inst in launches:
         decl = model.kernel_decls.get(inst.kernel.mangled)
         lines = decl.body_text.split("\n") if decl is not None else []
-        for barrier in inst.kernel.barriers:
+        for barrier in (b for b in inst.kernel.barriers if b.kind == "block"):
             k = barrier.line - decl.body_line if decl is not None else -1
             if not (0 <= k < len(lines) and BARRIER_CALL.search(lines[k])):
                 return (f"{inst.kernel.name} (line {inst.line}) synchronizes at line {barrier.line} other "
@@ -152,9 +152,12 @@ def _narrow_problem(model: ProgramModel, launches, size: int) -> str | None:
     return None
 
 
-def _synchronizes(model: ProgramModel, group: FusionGroup) -> bool:
-    """The group's blocks reach barriers: its kernels' own, or those placed between fragments."""
-    return len(group.launches) > 1 or any(model.launch(i).kernel.barriers for i in group.launches)
+def _synchronizes(model: ProgramModel, group: FusionGroup, block_only: bool = False) -> bool:
+    """The group's blocks reach barriers: its kernels' own (with ``block_only``, not counting
+    ``__syncwarp``, whose lanes ``fragments.part_warp_problem`` checks), or those placed
+    between fragments."""
+    return len(group.launches) > 1 or any(b.kind == "block" or not block_only
+                                          for i in group.launches for b in model.launch(i).kernel.barriers)
 
 
 def cooperative_threads(model: ProgramModel, groups: list[FusionGroup]) -> int | str:

@@ -90,20 +90,27 @@ def part_warp_problem(model: ProgramModel, inst: LaunchInstance, size: int) -> s
     answers to the block's lanes (on a GPU the converged lanes are those already; a model
     of the device that answers every live lane needs the limit)."""
     k = inst.kernel
-    if not k.warp_ops or size % WARP_SIZE == 0:
+    if not (k.warp_ops or k.warp_masks) or size % WARP_SIZE == 0:
         return None
     here = f"{k.name} (line {inst.line}) uses warp operations in blocks of {size} threads, part of a warp"
+    if k.skippable_warp_op is not None:  # in the original a thread that returned has exited: not waited for
+        return (f"{here}, and a thread may return before the one at line {k.skippable_warp_op}: in the fused kernel "
+                "it waits for the rest of the block instead, and the operation would wait for it")
     wide = next((m for m in k.warp_masks if not m.within(size % WARP_SIZE)), None)
     if wide is not None:
-        return (f"{here}, and the one at line {wide.line} names lanes outside the block: the rest of that warp, "
-                "elsewhere in the fused kernel, would never reach it")
+        named = "names lanes outside the block" if wide.bits is not None else \
+            "has a mask the analysis cannot bound to the block's lanes"
+        return (f"{here}, and the one at line {wide.line} {named}: the rest of that warp, elsewhere in the fused "
+                "kernel, would never reach it")
     decl = model.kernel_decls.get(k.mangled)
     lines = decl.body_text.split("\n") if decl is not None else []
     for op, line in k.warp_ops:
         at = line - decl.body_line if decl is not None and line is not None else -1
-        if op == "activemask" and not (0 <= at < len(lines) and "__activemask" in lines[at]):
-            return (f"{here}, and asks __activemask() at line {line} outside its own body (a helper function or a "
-                    "cooperative group), where its answer cannot be limited to the block's lanes")
+        written = lines[at] if 0 <= at < len(lines) else ""
+        if op == "activemask" and ("__activemask" not in written or "::__activemask" in written):
+            return (f"{here}, and asks __activemask() at line {line} other than as a plain call in its own body (in "
+                    "a helper function, a cooperative group, or qualified), where its answer cannot be limited to "
+                    "the block's lanes")
     return None
 
 

@@ -296,7 +296,7 @@ class RegionLegality:
         if widest > target_for(self.model.arch).max_block_threads:
             return Problem(RefusalKind.BLOCK_TOO_LARGE, "block too large")
         for lane, t in zip(lanes, threads):
-            if t != widest and any(self.model.launch(i).kernel.barriers for i in lane):
+            if t != widest and any(b.kind == "block" for i in lane for b in self.model.launch(i).kernel.barriers):
                 return Problem(RefusalKind.BLOCK_SIZES_DIFFER,
                                "fragments with barriers need every thread of the block; their block sizes differ "
                                f"({t} vs {widest})")
