@@ -3,7 +3,8 @@ loop body of launches that is not copies of a shorter pattern is read as one cop
 itself (``analysis.repetition``, ``whole_body``), a loop of one layer whose cells are its
 steps; the waves of cells then run it in one launch, the body's fused groups as phases, a
 grid barrier between phases and between two steps. A time loop of a stencil, a loop of
-independent per-slice launches; near misses refused with the reason. Verified on the CPU
+independent per-slice launches, a recurrence with a head and a tail; near misses refused
+with the reason. Verified on the CPU
 backend with every block resident, with three, and with the fallback (the loop as
 written)."""
 
@@ -35,6 +36,8 @@ def sirius(*args: str) -> subprocess.CompletedProcess:
     ("stencil_time_loop.cu", "80 -> 1", "the loop of 40 steps in one cooperative launch, its 2 launches per step as "
                                         "phases, a grid barrier between two steps and 1 within each"),
     ("slice_loop.cu", "12 -> 1", "the loop of 12 steps in one cooperative launch, its 1 launches per step as phases"),
+    # a recurrence with a head (the input projection) and a tail (the output projection)
+    ("recurrence_head_tail.cu", "24 -> 1", "the loop of 6 steps in one cooperative launch, its 4 launches per step"),
 ])
 def test_a_host_loop_runs_as_one_cooperative_launch(tmp_path, program, launches, summary):
     source, out = PROGRAMS / program, tmp_path / program
