@@ -494,7 +494,7 @@ def report(state: OptimizeState) -> dict[str, Any]:
             for plan in sched.cooperative.values()],
         "cell_waves": [{
             "kernel": plan.name, "threads": plan.threads, "steps": plan.repetition.steps,
-            "persistent": plan.persistent, "launches": plan.launches,
+            "persistent": plan.persistent, "independent": plan.independent, "launches": plan.launches,
             "layers": plan.repetition.copies, "launches_per_layer": plan.repetition.period, "waves": plan.waves,
             "grid_barriers_per_wave": len(plan.phases) - 1, "private": list(plan.repetition.private),
             "scratch_bytes": plan.scratch.bytes,

@@ -164,8 +164,10 @@ def _render(rep: dict) -> str:
         how = ("all waves in one cooperative launch, a grid barrier between two" if c["persistent"] else
                "one cooperative launch per anti-diagonal of (step, layer)")
         if c["layers"] == 1:  # the loop body read as one copy of itself: each step a wave of one cell
+            between = ("no grid barrier between two steps (no step touches what another writes)"
+                       if c.get("independent") else "a grid barrier between two steps")
             lines.append(f"  {c['kernel']}: the loop of {c['steps']} steps in one cooperative launch, its "
-                         f"{c['launches_per_layer']} launches per step as phases, a grid barrier between two steps "
+                         f"{c['launches_per_layer']} launches per step as phases, {between} "
                          f"and {c['grid_barriers_per_wave']} within each: {phases}")
             continue
         lines.append(f"  {c['kernel']}: waves of cells: the loop body is {c['layers']} copies (layers) of "

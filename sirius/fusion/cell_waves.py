@@ -70,6 +70,7 @@ class CellWaves:
     regions: tuple[int, ...]  # the schedule's regions the loop body holds
     groups: tuple[FusionGroup, ...] = ()  # the phases' groups (the representative copy's part of the schedule's)
     persistent: bool = False  # all waves in one launch, a grid barrier between two waves
+    independent: bool = False  # no cell depends on another: no grid barrier between two waves either
 
     @property
     def name(self) -> str:
@@ -239,8 +240,11 @@ def plan_cell_waves(model: ProgramModel, schedule: Schedule, rep: Repetition) ->
     regions = tuple(sorted({g.region for g in schedule.groups if set(g.launches) & set(launches)}))
     if any(not set(r.launches) <= set(launches) for r in schedule.regions if r.id in regions):
         return why("a region of the loop body holds launches outside the pattern")
+    # independent cells: no dependence between two of them through memory the analysis sees
+    # (every byte of an inexact access) and no private temporary (whose scratch a later step reuses)
+    independent = not carried and not rep.private
     return CellWaves(rep, plan_scratch(rep), tuple(g.id for g in groups), threads, wave_for, lo, hi,
-                     rep.steps + rep.copies - 1, tuple(bases), regions, tuple(groups))
+                     rep.steps + rep.copies - 1, tuple(bases), regions, tuple(groups), independent=independent)
 
 
 def install_cell_waves(schedule: Schedule, plan: CellWaves) -> Schedule:

@@ -219,12 +219,13 @@ def cell_wave_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
     bases = [f"char* const {base_pointer(a)}" for a in plan.allocations]
     if plan.persistent:  # the wave loop in the kernel: a grid barrier between two waves
         params = bases
+        between = ["    // no grid barrier between two waves: no cell touches bytes another writes"] if plan.independent \
+            else [f"    if (sirius_w < {plan.waves - 1}) cooperative_groups::this_grid().sync();  // the next wave "
+                  "reads what this one wrote"]
         body = ([f"  {plan.wave_for} {{", f"    const int sirius_lo = {plan.lo};",
                  f"    const int sirius_hi = {plan.hi};"]
-                + ["  " + line for line in body] +
-                [f"    if (sirius_w < {plan.waves - 1}) cooperative_groups::this_grid().sync();  // the next wave "
-                 "reads what this one wrote", "  }"])
-        what = "one launch runs every wave, a grid barrier between two"
+                + ["  " + line for line in body] + between + ["  }"])
+        what = "one launch runs every wave" + ("" if plan.independent else ", a grid barrier between two")
     else:
         params = ["const int sirius_w", "const int sirius_lo", "const int sirius_hi"] + bases
         what = "one launch runs the cells with step + layer = sirius_w"

@@ -35,7 +35,8 @@ def sirius(*args: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("program, launches, summary", [
     ("stencil_time_loop.cu", "80 -> 1", "the loop of 40 steps in one cooperative launch, its 2 launches per step as "
                                         "phases, a grid barrier between two steps and 1 within each"),
-    ("slice_loop.cu", "12 -> 1", "the loop of 12 steps in one cooperative launch, its 1 launches per step as phases"),
+    ("slice_loop.cu", "12 -> 1", "the loop of 12 steps in one cooperative launch, its 1 launches per step as phases, "
+                                 "no grid barrier between two steps (no step touches what another writes)"),
     # a recurrence with a head (the input projection) and a tail (the output projection)
     ("recurrence_head_tail.cu", "24 -> 1", "the loop of 6 steps in one cooperative launch, its 4 launches per step"),
 ])
