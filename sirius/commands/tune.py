@@ -2,9 +2,10 @@
 
 Candidates: the original program, and the optimizer's output for every arrangement (auto,
 vertical, horizontal), for auto with cooperative launches (--cooperative: regions, and a loop
-of unrolled layers as waves of cells) and, where a program has waves of cells, with those in
-one persistent launch (--persistent), each with the kernel passes on and with fusion alone; a
-program two settings produce alike is one candidate. Every candidate is legal (promise-checked like any
+of unrolled layers as waves of cells) and, where a program has waves of cells or a host loop
+of launches, with those in one persistent launch, or the loop as one launch (--persistent),
+each with the kernel passes on and with fusion alone; a program two settings produce alike is
+one candidate. Every candidate is legal (promise-checked like any
 output of `sirius optimize`); the question is which is fastest.
 
 On a machine with a CUDA GPU (unless --predicted), each candidate is built with nvcc, run once

@@ -22,7 +22,8 @@ from sirius.tuning.cost_model import (Prediction, optimized_launches, original_l
 PASS_SETTINGS: tuple[tuple[str, tuple[str, ...] | None], ...] = (("all-passes", None), ("fusion-alone", ()))
 # (arrangement, cooperative launches, persistent waves): every arrangement; auto with each region as one
 # cooperative launch (and a repeated layer pattern as waves of cells, one launch per wave); and those waves in
-# one persistent launch (only where a program has them: elsewhere it is the same program)
+# one persistent launch, or a host loop as one launch (only where a program has waves or a host loop of
+# launches: elsewhere it is the same program)
 SCHEDULES: tuple[tuple[str, bool, bool], ...] = tuple((a, False, False) for a in ARRANGEMENTS) + (
     ("auto", True, False), ("auto", True, True))
 
@@ -58,7 +59,7 @@ def generate_candidates(state: OptimizeState, gpu: Target = H100) -> list[Candid
     by_text: dict[str, int] = {state.source: 0}  # an arrangement that fuses nothing is the original
     has_waves = False
     for arrangement, cooperative, persistent in SCHEDULES:
-        if persistent and not has_waves:
+        if persistent and not (has_waves or any(s.kind == "launch" and s.loops for s in state.model.host.statements)):
             continue
         for label, passes in PASS_SETTINGS:
             chosen = tuple(pass_names()) if passes is None else passes
