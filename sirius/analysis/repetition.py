@@ -355,6 +355,8 @@ def _arguments(insts, table: list[list[int]], iterator: str, steps: int
                     value = _affine_in_layer([a.value for a in args], 0)
                     if value is None:
                         return f"{where} is not the same or one stride apart in every copy"
+                    if value.to_c() is None:
+                        return f"{where} is not a formula in the step a kernel can compute ({value})"
                     row_args.append(PatternArgument("scalar", value=value))
                 elif len({(a.text, str(a.value)) for a in args}) == 1:
                     row_args.append(PatternArgument("scalar", text=args[0].text))
@@ -370,6 +372,8 @@ def _arguments(insts, table: list[list[int]], iterator: str, steps: int
                 continue
             same = len({a.buffer for a in args}) == 1
             offset = _affine_in_layer([a.offset for a in args], 0) if same else None
+            if offset is not None and offset.to_c() is None:
+                return f"{where} points into {alloc} at an offset not a formula in the step a kernel can compute"
             if offset is not None:
                 row_args.append(PatternArgument("affine", buffer=alloc, offset=offset))
                 continue

@@ -139,9 +139,14 @@ def _wavefront_guard(launch: WavefrontLaunch, insts, build: list[str]) -> LoopGu
 
 def _cell_guard(launch: CellWavesLaunch, insts, build: list[str]) -> LoopGuard:
     """Each launch of the loop compared with what the pattern gives its cell, the
-    allocations' base pointers taken from the first that points into each."""
+    allocations' base pointers taken from the first that points into each. The step is
+    the trip the check is at, counted by the launches checked before it (the kernel counts
+    its steps from 0 by 1, whatever values the program's loop variable takes: from 1, by 2,
+    down)."""
     rep = launch.plan.repetition
-    source_step = {rep.iterator: Expr.sym(rep.loop.iterator)}
+    per_step = rep.copies * rep.period
+    trip = f"const long long sirius_trip = sirius_checked / {per_step}LL; (void)sirius_trip; "
+    source_step = {rep.iterator: Expr.sym("sirius_trip")}
     checks = []
     for idx in (i for row in rep.statements for i in row):
         inst = insts[idx]
@@ -155,7 +160,7 @@ def _cell_guard(launch: CellWavesLaunch, insts, build: list[str]) -> LoopGuard:
                 conds.append(f"(long long)(sirius_a{idx}_{j}) == (long long)({arg.value.subs(source_step).to_c()})")
             elif arg.kind == "scalar" and arg.text:  # a floating-point constant the cell kernel bakes in
                 conds.append(f"sirius_same_bits(sirius_a{idx}_{j}, {arg.text})")
-        checks.append(LaunchCheck(idx, "", tuple(conds)))
+        checks.append(LaunchCheck(idx, trip, tuple(conds)))
     return LoopGuard(tuple(build), tuple(checks), rep.steps * rep.copies * rep.period)
 
 

@@ -90,25 +90,28 @@ def cell_wave_host(plan, phases: list[KernelIR], guard: str, source: bytes, slot
     original = source[loop.start_offset:loop.end_offset].decode()
     bases = [f"(void*)&{base_pointer(a)}" for a in plan.allocations]
     wave_args = ["(void*)&sirius_w", "(void*)&sirius_lo", "(void*)&sirius_hi"]
-    if plan.persistent:
+    if plan.persistent:  # one launch: where it fails, nothing ran, and the loop runs as written
         launch = (f"  {{ void* sirius_args[] = {{{', '.join(bases) or 'nullptr'}}};\n"
-                  f"    cudaLaunchCooperativeKernel({plan.name}, dim3(sirius_grid), dim3({plan.threads}), sirius_args, "
-                  f"{dynamic}, 0); }}\n")
+                  f"    sirius_waves_ran = cudaLaunchCooperativeKernel({plan.name}, dim3(sirius_grid), "
+                  f"dim3({plan.threads}), sirius_args, {dynamic}, 0) == cudaSuccess;\n"
+                  "    if (!sirius_waves_ran) (void)cudaGetLastError(); /* ours: the loop as written instead */ }\n")
     else:
         launch = (f"  {plan.wave_for} {{\n"
                   f"    int sirius_lo = {plan.lo};\n"
                   f"    int sirius_hi = {plan.hi};\n"
                   f"    void* sirius_args[] = {{{', '.join(wave_args + bases)}}};\n"
                   f"    cudaLaunchCooperativeKernel({plan.name}, dim3(sirius_grid), dim3({plan.threads}), sirius_args, "
-                  f"{dynamic}, 0);\n  }}\n")
+                  f"{dynamic}, 0);\n  }}\n  sirius_waves_ran = true;\n")
     how = "in one cooperative launch, a grid barrier between two waves" if plan.persistent else \
         "every cell (step, layer) on one anti-diagonal runs in one cooperative launch"
     what = (f"the loop in one kernel: its {rep.period} launches per step are phases" if rep.copies == 1 else
             f"waves of cells: the loop body is {rep.copies} copies (layers) of {rep.period} launches")
     return (f"{{ /* sirius: {what}; {how} */\n  " + guard +
             "  " + cooperative_grid(plan.name, plan.threads, static, dynamic, blocks) +
-            f"  if (sirius_cells_ok && sirius_coop && sirius_grid > 0) {{\n  {slots.took(PathKind.WAVES)}\n" + launch +
-            "  } else { /* sirius: not the values optimized for, or no cooperative launches: the loop as written */\n"
+            "  bool sirius_waves_ran = false;\n"
+            "  if (sirius_cells_ok && sirius_coop && sirius_grid > 0) {\n" + launch +
+            f"  }}\n  if (sirius_waves_ran) {{ {slots.took(PathKind.WAVES)} }}\n"
+            "  else { /* sirius: not the values optimized for, or no cooperative launches: the loop as written */\n"
             f"  if (sirius_cells_ok) {slots.took(PathKind.NO_COOPERATIVE)} else {slots.fell_back()}\n"
             f"{line_directive(loop.line)}{' ' * (loop.column - 1)}{original}\n  }}\n}}")
 

@@ -53,6 +53,24 @@ def test_a_host_loop_runs_as_one_cooperative_launch(tmp_path, program, launches,
         assert took in verify.stdout, verify.stdout
 
 
+def test_a_loop_counting_from_one_runs_its_steps_in_order(tmp_path):
+    """Found by the blind red team: the check before the loop took the program's loop
+    variable for the kernel's step (0, 1, 2, ...), so a loop from 1 read one step off (or
+    never passed its check). The check counts the trips it runs instead."""
+    text = (PROGRAMS / "recurrence_head_tail.cu").read_text()
+    old = "  for (int t = 0; t < STEPS; ++t) {\n"
+    assert old in text
+    body = text.split(old, 1)[1].split("\n  }\n", 1)[0]
+    # t = 1, 2, ...: the values of trip t - 1 of the original loop
+    loop = "  for (int t = 1; t <= STEPS; ++t) {\n" + body.replace("(t + 1)", "t").replace("t *", "(t - 1) *")
+    path, out = tmp_path / "from_one.cu", tmp_path / "from_one.opt.cu"
+    path.write_text(text.replace(old + body, loop))
+    proc = sirius("optimize", str(path), "--cooperative", "--persistent", "-o", str(out))
+    assert proc.returncode == 0 and "launches per run: 24 -> 1" in proc.stdout, proc.stdout + proc.stderr
+    verify = sirius("verify", str(path), str(out), "-DSIRIUS_COOPERATIVE_MAX_BLOCKS=3")
+    assert verify.returncode == 0 and "result: all equal" in verify.stdout and "waves of cells 1" in verify.stdout, \
+        verify.stdout + verify.stderr
+
 LOOP = "  for (int t = 0; t < STEPS; ++t) {"
 RELAX = "    relax<<<N / THREADS, THREADS>>>(next, u);"
 
