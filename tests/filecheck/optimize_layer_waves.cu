@@ -28,14 +28,15 @@
 // CHECK: sirius: the loop once without launching, to check the values the waves assume
 // CHECK: sirius_cells_ok = sirius_cells_ok && sirius_holds({{[0-9]+}}, (sirius_checked == 30LL));
 // CHECK: if (sirius_cells_ok && sirius_coop && sirius_grid > 0) {
-// CHECK-NEXT: sirius_took(2);
 // CHECK-NEXT: for (int sirius_w = 0; sirius_w <= 6; sirius_w += 1) {
 // CHECK-NEXT: int sirius_lo = sirius_max(0, sirius_w - 4);
 // CHECK-NEXT: int sirius_hi = sirius_min(2, sirius_w);
 // CHECK: cudaLaunchCooperativeKernel(sirius_cells_0, dim3(sirius_grid), dim3(64), sirius_args, 0, 0);
-// CHECK: } else { /* sirius: not the values optimized for, or no cooperative launches: the loop as written */
+// CHECK: sirius_waves_ran = true;
+// CHECK: if (sirius_waves_ran) { sirius_took(2); }
+// CHECK-NEXT: else { /* sirius: not the values optimized for, or no cooperative launches: the loop as written */
 // CHECK-NEXT: if (sirius_cells_ok) sirius_took(4); else sirius_fell_back(5, {{[0-9]+}});
-// CHECK-NEXT: {{^}}#line 74{{$}}
+// CHECK-NEXT: {{^}}#line 75{{$}}
 #include <cstdio>
 #include <cstdlib>
 #include <cuda_runtime.h>
