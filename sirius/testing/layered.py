@@ -304,13 +304,14 @@ def run_seed(seed: int, workdir: Path) -> dict:
     src.write_text(prog.source)
     flags = ["--cooperative"] + (["--persistent"] if seed % 2 else [])
     result = {"seed": seed, "storage": prog.storage, "hazard": prog.hazard, "guard": prog.guard,
-              "macro_kernel": prog.macro_kernel, "cursor": prog.cursor, "ok": False, "waves": False}
+              "macro_kernel": prog.macro_kernel, "cursor": prog.cursor, "ok": False, "waves": False, "layers": []}
     opt = subprocess.run([SIRIUS, "optimize", str(src), *flags, "-o", str(out), "--report", str(rep)],
                          capture_output=True, text=True)
     if opt.returncode != 0:
         return {**result, "stage": f"optimize (exit {opt.returncode})", "detail": opt.stdout + opt.stderr}
     report = json.loads(rep.read_text())
     result["waves"] = bool(report["cell_waves"])
+    result["layers"] = [c["layers"] for c in report["cell_waves"]]  # 1: the loop read as one copy of its body
     result["refused"] = [r["reason"] for r in report["refused"] if "no waves" in r["reason"]]
     # a cursor: also every cooperative launch's fallback (the pre-pass, then the loop as written)
     variants = [()] + ([("-DSIRIUS_COOPERATIVE_MAX_BLOCKS=0",)] if prog.cursor != "none" else [])
