@@ -17,6 +17,7 @@ from sirius.analysis.frontend import CompileJob
 from sirius.core.config import CompileFlags, resolve_toolchain
 from sirius.pipeline import OptimizeState, report, run_pipeline
 from sirius.tuning.cost_model import predict_program
+from tests.fusion.cooperative_builds import assert_equal_in_three_builds
 from tests.report_schema import assert_follows_schema
 
 pytestmark = pytest.mark.toolchain
@@ -153,12 +154,7 @@ def test_the_phases_of_a_cooperative_launch_hold_one_pool(tmp_path):
     assert "the 3 phases of one cooperative launch" in proc.stdout and "3584 -> 2048 bytes" in proc.stdout
     text = out.read_text()
     assert text.count("unsigned char sirius_pool[") == 1 and "unsigned char sirius_pool[2048];" in text
-    for blocks in (None, 3, 0):
-        flags = [] if blocks is None else [f"-DSIRIUS_COOPERATIVE_MAX_BLOCKS={blocks}"]
-        verify = subprocess.run([SIRIUS, "verify", str(POOLS), str(out), *flags], capture_output=True, text=True)
-        assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
-        took = "no cooperative launch on this device 1" if blocks == 0 else "cooperative launch 1"
-        assert took in verify.stdout, verify.stdout
+    assert_equal_in_three_builds(POOLS, out, "cooperative launch")
 
 
 ACC = "  __shared__ float acc[2 * THREADS];"

@@ -17,6 +17,7 @@ import pytest
 from sirius.analysis.frontend import CompileJob
 from sirius.core.config import CompileFlags, resolve_toolchain
 from sirius.pipeline import OptimizeState, report, run_pipeline
+from tests.fusion.cooperative_builds import assert_equal_in_three_builds
 
 pytestmark = pytest.mark.toolchain
 
@@ -51,12 +52,7 @@ def test_a_half_warp_reduction_is_a_phase_of_the_cooperative_launch(tmp_path):
     assert "launches per run: 3 -> 1" in proc.stdout
     text = out.read_text()
     assert LIMITED in fragment(text, "head_kernel") and LIMITED not in fragment(text, "gates_kernel")
-    for blocks in (None, 3, 0):
-        flags = [] if blocks is None else [f"-DSIRIUS_COOPERATIVE_MAX_BLOCKS={blocks}"]
-        verify = sirius("verify", str(PHASES), str(out), *flags)
-        assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
-        took = "no cooperative launch on this device 1" if blocks == 0 else "cooperative launch 1"
-        assert took in verify.stdout, verify.stdout
+    assert_equal_in_three_builds(PHASES, out, "cooperative launch")
 
 
 def test_a_half_warp_reduction_is_a_lane_of_a_horizontal_fusion(tmp_path):
