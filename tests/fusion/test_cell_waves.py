@@ -69,7 +69,7 @@ def test_the_unrolled_layers_are_a_loop_with_private_temporaries():
     assert found.writes == (PrivateWrite((0, 0), 0, 255, (("t0", 0), ("t1", 0), ("t0", 0))),)
     assert [(a.write, a.distance) for a in (found.arguments[0][0], found.arguments[1][1])] == [((0, 0), 0)] * 2
     printed = format_repetition(found, state.model).splitlines()
-    assert printed[0] == "loop at line 74: 3 copies (layers) of 2 launches, 5 steps: for step < 5, for layer < 3:"
+    assert printed[0] == "loop at line 75: 3 copies (layers) of 2 launches, 5 steps: for step < 5, for layer < 3:"
     assert printed[1] == ("  gate<<<(2, 1, 1), (32, 1, 1)>>>(t = private: gate's t + 0 bytes, "
                           "w = w + 16384layer bytes, below = layer == 0 ? x + 256step bytes : "
                           "h + 256layer + 768step + 512 bytes, prev = h + 256layer + 768step bytes)")
