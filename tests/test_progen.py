@@ -241,6 +241,16 @@ def test_macros_have_defaults_and_a_rebuild_value():
     assert seen == {"SHIFT", "GAIN"}
 
 
+def test_a_programs_dependences_do_not_depend_on_the_programs_generated_before():
+    # seeds 8 and 14 both launch shift_macro, with SHIFT 1 and 0: one kernel text, two
+    # footprints (the access cache once took the second for the first in one process)
+    fresh = subprocess.run([sys.executable, "-c", "from sirius.testing import generate_program as g; "
+                            "print(repr(g(14).expected_dependences))"],
+                           capture_output=True, text=True, check=True, cwd=REPO).stdout.strip()
+    generate_program(8)
+    assert repr(generate_program(14).expected_dependences) == fresh
+
+
 def test_old_palette_alone_still_appears():
     # the newer constructs are mixed in, they do not replace the palette
     plain = [s for s in PALETTE_SEEDS if not _constructs(_prog(s)) - set(PATTERNS[:12]) - set(STRUCTURES[:5])]

@@ -93,8 +93,11 @@ class Template:
         raise NotImplementedError
 
     def key(self) -> tuple:
-        """Identifies code, launch shape and scalars: equal keys, equal footprints."""
-        return (type(self).__name__, self.name, self.shape(), self.scalars(), self.ctx)
+        """Identifies code, launch shape, scalars and every constructor choice: equal keys,
+        equal footprints. The choices count even where the code's text does not show them
+        (``MacroShift``'s shift is a macro's value: one kernel text, two footprints)."""
+        choices = tuple(sorted((k, repr(v)) for k, v in vars(self).items() if k != "ctx"))
+        return (type(self).__name__, self.name, self.shape(), self.scalars(), self.ctx, choices)
 
     def cached_accesses(self) -> list[Access]:
         key = self.key()
