@@ -36,6 +36,7 @@ from sirius.fusion.codegen import generate
 from sirius.fusion.guards import guard_program
 from sirius.fusion.host_constants import propagate_host_constants
 from sirius.fusion.kernel_ir import CellWavesLaunch, FusedProgram, KernelIR
+from sirius.fusion.loop_iterations import in_one_launch, iteration_refusals, loop_pairs
 from sirius.fusion.lowering import lower
 from sirius.fusion.promises import BrokenPromise, keep_promises
 from sirius.fusion.read_once import read_shared_inputs_once
@@ -247,6 +248,11 @@ def _cooperative(st: OptimizeState) -> None:
     st.schedule = dataclasses.replace(st.schedule, cooperative={p.region: p for p in plans}).refused(*refusals)
 
 
+def _iterations(st: OptimizeState) -> None:
+    st.schedule = st.schedule.refused(*iteration_refusals(st.model, st.uar, st.schedule, st.cooperative,
+                                                          st.persistent))
+
+
 def _lower(st: OptimizeState) -> None:
     st.program = lower(st.model, st.schedule)
 
@@ -347,6 +353,8 @@ PIPELINE: tuple[Stage, ...] = (
                                      "loop (layers), each anti-diagonal of (step, layer) cells one cooperative launch"),
     Stage("cooperative", _cooperative, "with --cooperative: a region's groups as phases of one cooperative launch, "
                                        "grid barriers between them"),
+    Stage("iterations", _iterations, "why successive iterations of each host loop stay in different launches "
+                                     "(a carried dependence, host statements, or the mode)"),
     Stage("lower", _lower, "one fused kernel per group: parameters, lanes, fragments, shared arrays (kernel IR)"),
     Stage("barriers", _barriers, "the __syncthreads() each lane needs, with what it orders"),
     Stage("cell-block", _cell_block, "waves of cells: the smallest block the phases allow, their barriers known"),
@@ -417,10 +425,14 @@ def rearrange(state: OptimizeState, arrangement: str, passes: tuple[str, ...] | 
 
 
 def pairs_without_reason(state: OptimizeState) -> list[tuple[int, int]]:
-    """Launches that follow one another in program order, end in different launches of
-    the optimized program, and have no refusal that explains it: one naming a launch of
-    each side, or one refusing either launch as a fragment. The optimizer's promise is
-    that this list is empty."""
+    """Launches that follow one another and end in different launches of the optimized
+    program, with no refusal that explains it. Two launches of one iteration, in program
+    order: a refusal naming a launch of each side, or one refusing either launch as a
+    fragment. The last launch of a host loop's iteration and the first of the next (one
+    statement twice, for a loop around one launch; ``fusion.loop_iterations``), unless the
+    loop runs as one launch: a refusal of that loop's iterations naming both, or one
+    refusing either launch as a fragment. The optimizer's promise is that this list is
+    empty."""
     sched = state.schedule
     side = {i: ("group", g.id) for g in sched.groups for i in g.launches}
     side.update({i: ("cooperative", g.region) for g in sched.groups if g.region in sched.cooperative
@@ -431,12 +443,19 @@ def pairs_without_reason(state: OptimizeState) -> list[tuple[int, int]]:
     side.update({i: ("alone", i) for i in order if i not in side})
     linked = set()
     for r in sched.refusals:
+        if r.loop is not None:  # about two iterations, not about launches of one
+            continue
         if len(r.launches) == 1:
             linked.add(("alone", r.launches[0]))
         sides = {side.get(i) for i in r.launches}
         linked |= {(x, y) for x in sides for y in sides if x != y}
-    return [(a, b) for a, b in zip(order, order[1:]) if side[a] != side[b]
-            and (side[a], side[b]) not in linked and ("alone", a) not in linked and ("alone", b) not in linked]
+    missing = [(a, b) for a, b in zip(order, order[1:]) if side[a] != side[b]
+               and (side[a], side[b]) not in linked and ("alone", a) not in linked and ("alone", b) not in linked]
+    iterations = {(r.loop, r.launches) for r in sched.refusals if r.loop is not None}
+    missing += [pair.launches for pair in loop_pairs(state.model)
+                if not in_one_launch(sched, pair) and (pair.loop.iterator, pair.launches) not in iterations
+                and ("alone", pair.last) not in linked and ("alone", pair.first) not in linked]
+    return missing
 
 
 REPORT_SCHEMA = "sirius-report/1"  # sirius/schemas/report-1.json: a changed shape is a new version
@@ -501,10 +520,11 @@ def report(state: OptimizeState) -> dict[str, Any]:
             "phases": [[{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].line}
                         for i in g.launches] for g in sched.groups if g.id in plan.phases]}
             for plan in (launch.plan for launch in state.program.of_kind(CellWavesLaunch))],
-        # refusals between launches a cooperative launch joined after all are left out
+        # refusals between launches a cooperative launch joined after all are left out (not those
+        # of a loop's successive iterations, which waves of cells run in different launches)
         "refused": [{"launches": [{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].line}
                                   for i in r.launches if i in insts], "reason": r.reason}
-                    for r in sched.refusals if r.kind is RefusalKind.NO_WAVES
+                    for r in sched.refusals if r.kind is RefusalKind.NO_WAVES or r.loop is not None
                     or not (len(r.launches) > 1 and any(set(r.launches) <= j for j in joined))],
         # launches that follow one another, left apart with no refusal naming them (must stay empty)
         "apart_without_reason": [[{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].line}

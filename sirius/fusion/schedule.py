@@ -93,11 +93,15 @@ class RefusalKind(Enum):
     # refused after the schedule (wavefront, cooperative launch, promise check)
     LATER_STAGE = "later-stage"
     NO_WAVES = "no-waves"  # a loop body's copies of one pattern are not run as waves of cells
+    # successive iterations of a host loop (fusion.loop_iterations)
+    LOOP_CARRIED = "loop-carried"  # a global dependence joins one iteration's last launch to the next's first
+    LOOP_ITERATIONS = "loop-iterations"  # one launch could run them: only waves of cells (--persistent) do
 
     @property
     def legal(self) -> bool:
-        """The merge was legal; a choice (schedule, arrangement, policy) left it out."""
-        return self in (RefusalKind.DIFFERENT_STEPS, RefusalKind.ARRANGEMENT, RefusalKind.POLICY)
+        """The merge was legal; a choice (schedule, arrangement, policy, mode) left it out."""
+        return self in (RefusalKind.DIFFERENT_STEPS, RefusalKind.ARRANGEMENT, RefusalKind.POLICY,
+                        RefusalKind.LOOP_ITERATIONS)
 
 
 @dataclass(frozen=True)
@@ -112,15 +116,21 @@ class Problem:
 class Refusal:
     """Launches kept apart (two that follow one another, a region, or one launch that cannot
     be a fragment), why, and the kind of that reason (``LATER_STAGE`` for refusals the
-    stages after the schedule make, which give text only)."""
+    stages after the schedule make, which give text only).
+
+    ``loop``, when set, is a host loop's iterator (``LoopInfo.iterator``): the refusal keeps
+    that loop's successive iterations apart, ``launches`` being the last launch statement of
+    an iteration and the first of the next (one statement twice, for a loop around one
+    launch); it says nothing of the two launches within one iteration."""
 
     launches: tuple[int, ...]
     reason: str
     kind: RefusalKind = RefusalKind.LATER_STAGE
+    loop: str | None = None
 
     @classmethod
-    def of(cls, launches, problem: Problem) -> "Refusal":
-        return cls(tuple(launches), problem.text, problem.kind)
+    def of(cls, launches, problem: Problem, loop: str | None = None) -> "Refusal":
+        return cls(tuple(launches), problem.text, problem.kind, loop)
 
 
 @dataclass(frozen=True)
