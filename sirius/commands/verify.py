@@ -179,12 +179,16 @@ def _print_paths(regions, runs, program: str) -> None:
 
 
 def _promise_check(args: argparse.Namespace) -> CheckResult | str:
-    """The promise check of the optimized program, or why it could not run."""
-    if not GENERATED_KERNEL.search(Path(args.optimized).read_text(errors="replace")):
+    """The promise check of the optimized program, or why it could not run: its text checked
+    as ``sirius optimize`` checks what it writes, beside the original (whose folder its
+    includes are relative to), so that a text optimize checked is answered from the check
+    cache."""
+    text = Path(args.optimized).read_text(errors="replace")
+    if not GENERATED_KERNEL.search(text):
         return CheckResult()  # nothing the optimizer generated: no promises of its own to check
     try:
-        job = CompileJob(Path(args.optimized), compile_flags_from_args(args),
+        job = CompileJob(Path(args.original), compile_flags_from_args(args),
                          resolve_toolchain(args.clang, getattr(args, "cuda_path", None)))
-        return check_program(job)
+        return check_program(job, source=text)
     except SiriusError as err:
         return str(err).splitlines()[0]

@@ -5,7 +5,8 @@ Environment variables (each overridden by the matching command-line flag):
 ``SIRIUS_CLANG``      clang executable (default ``clang-22`` on PATH)
 ``SIRIUS_CUDA_PATH``  CUDA toolkit root (then ``CUDA_HOME``, ``CUDA_PATH``,
                       ``/usr/local/cuda``, the tree of ``nvcc`` on PATH)
-``SIRIUS_CACHE``      cache folder for built CPU programs (default ``.sirius-cache``)
+``SIRIUS_CACHE``      cache folder for built CPU programs, checks of emitted programs and tuning
+                      results (default ``.sirius-cache``)
 ``SIRIUS_FRONTEND_CACHE``  folder caching the frontend's IR and source index (off when unset;
                       see ``sirius.analysis.frontend_cache``)
 ``SIRIUS_VERIFY_EACH`` ``1``: check the kernel IR's invariants after every stage and pass
@@ -22,6 +23,11 @@ from pathlib import Path
 from sirius.core.errors import ToolchainError
 
 DEFAULT_ARCH = "sm_90"
+
+
+def cache_folder() -> Path:
+    """The folder of the caches that outlive a run (``SIRIUS_CACHE``, default ``.sirius-cache``)."""
+    return Path(os.environ.get("SIRIUS_CACHE") or ".sirius-cache")
 
 
 @dataclass(frozen=True)

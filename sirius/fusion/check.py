@@ -33,11 +33,12 @@ from pathlib import Path
 
 from sirius.analysis.frontend import CompileJob
 from sirius.analysis.program_model import ProgramModel, analyze_program
-from sirius.core.errors import InputError, SiriusError
+from sirius.core.errors import InputError, SiriusError, ToolchainError
 from sirius.core.target import target_for
 from sirius.fusion.fragment_text import RESTRICT
 from sirius.fusion.promises import broken_promises, pointer_uses
-from sirius.toolchain import KernelResources, compile_resources
+from sirius.fusion.check_cache import cached_check, check_key
+from sirius.toolchain import KernelResources, compile_resources, find_nvcc
 
 FUSED_KERNEL = re.compile(r"^sirius_(fused|wave|coop|cells)_(\d+)$")  # coop, cells: N is the region, else the group
 GENERATED_KERNEL = re.compile(r"\bsirius_(?:fused|wave|coop|cells)_\d+\b")  # in a program's text
@@ -133,22 +134,40 @@ def check_model(model: ProgramModel, source: str, figures: dict[str, KernelResou
 
 
 def check_program(job: CompileJob, entry: str = "main", source: str | None = None) -> CheckResult:
-    """Analyse the program of ``job`` (as written, or ``source`` written beside it) and check it."""
-    if source is not None:
+    """Analyse the program of ``job`` (as written, or ``source`` written beside it: under the
+    original's name, its folder on the include path) and check it. A text checked before
+    under the same flags, folder, tools and code is answered from the check cache
+    (``fusion.check_cache``)."""
+    if source is None:
+        return _check_file(job, entry)[0]
+    folder = str(job.path.resolve().parent)
+    try:
+        nvcc: str | None = find_nvcc(job.toolchain.cuda_path)
+    except ToolchainError:
+        nvcc = None
+    key = check_key((repr(job.flags), repr(job.toolchain), folder, job.path.name, entry),
+                    (job.toolchain.clang, nvcc), source)
+
+    def check_beside_the_original() -> tuple[CheckResult, tuple[str, ...] | None]:
         with tempfile.TemporaryDirectory(prefix="sirius-check-") as tmp:
             path = Path(tmp) / job.path.name
             path.write_text(source)
             # the emitted program includes what the original did, relative to the original's folder
-            flags = dataclasses.replace(job.flags, include_dirs=(str(job.path.resolve().parent),)
-                                        + job.flags.include_dirs)
-            return check_program(CompileJob(path, flags, job.toolchain), entry)
+            flags = dataclasses.replace(job.flags, include_dirs=(folder,) + job.flags.include_dirs)
+            return _check_file(CompileJob(path, flags, job.toolchain), entry)
+    return cached_check(key, check_beside_the_original)
+
+
+def _check_file(job: CompileJob, entry: str) -> tuple[CheckResult, tuple[str, ...] | None]:
+    """The check of the program ``job`` names, and the files it includes (None when it does
+    not compile)."""
     try:
         model = analyze_program(job, entry=entry, kernels=lambda name: FUSED_MANGLED.search(name) is not None)
     except (InputError, SiriusError) as err:
         if not re.search(r":\d+:\d+: error", str(err)):
             raise SiriusError(f"internal error: the emitted program does not analyse: {err}") from None
-        return _not_compiling(job, str(err))
-    return check_model(model, job.path.read_text(), ptxas_figures(job))
+        return _not_compiling(job, str(err)), None
+    return check_model(model, job.path.read_text(), ptxas_figures(job)), model.source.included
 
 
 def _not_compiling(job: CompileJob, diagnostics: str) -> CheckResult:

@@ -1,0 +1,71 @@
+"""The check cache (sirius/fusion/check_cache.py): an emitted text checked again under the
+same flags, folder, tools and code is answered without analysing it again; a changed
+header the program includes, or a text that does not compile, is analysed each time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sirius.analysis.frontend import CompileJob
+from sirius.core.config import CompileFlags, resolve_toolchain
+from sirius.fusion import check
+
+pytestmark = pytest.mark.toolchain
+
+PROGRAM = """#include <cuda_runtime.h>
+#include "scale.h"
+__global__ void sirius_fused_0(float* x) { x[threadIdx.x] *= SCALE; }
+int main() {
+  float* x;
+  cudaMalloc(&x, 256 * sizeof(float));
+  sirius_fused_0<<<1, 256>>>(x);
+  cudaDeviceSynchronize();
+  return 0;
+}
+"""
+
+
+@pytest.fixture
+def counted(monkeypatch, tmp_path):
+    """Checks of PROGRAM beside ``original.cu`` in a folder holding scale.h, counting analyses."""
+    monkeypatch.setenv("SIRIUS_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "scale.h").write_text("#define SCALE 2.0f\n")
+    (tmp_path / "original.cu").write_text(PROGRAM)
+    calls = []
+    analyze = check.analyze_program
+    monkeypatch.setattr(check, "analyze_program", lambda *a, **k: calls.append(1) or analyze(*a, **k))
+    job = CompileJob(tmp_path / "original.cu", CompileFlags(), resolve_toolchain())
+    return job, calls, tmp_path
+
+
+def test_a_text_checked_before_is_not_analysed_again(counted):
+    job, calls, _ = counted
+    first = check.check_program(job, source=PROGRAM)
+    again = check.check_program(job, source=PROGRAM)
+    assert len(calls) == 1 and first == again and first.kernels_checked == 1
+    check.check_program(job, source=PROGRAM.replace("256>>>", "128>>>"))  # another text
+    assert len(calls) == 2
+
+
+def test_a_changed_header_is_checked_again(counted):
+    job, calls, folder = counted
+    check.check_program(job, source=PROGRAM)
+    (folder / "scale.h").write_text("#define SCALE 3.0f  // another value\n")
+    check.check_program(job, source=PROGRAM)
+    assert len(calls) == 2
+
+
+def test_other_flags_are_another_check(counted):
+    job, calls, _ = counted
+    check.check_program(job, source=PROGRAM)
+    check.check_program(CompileJob(job.path, CompileFlags(defines=("N=1",)), job.toolchain), source=PROGRAM)
+    assert len(calls) == 2
+
+
+def test_a_text_that_does_not_compile_is_not_kept(counted):
+    job, calls, _ = counted
+    broken = PROGRAM.replace("x[threadIdx.x] *= SCALE;", "x[threadIdx.x] *= undeclared;")
+    results = [check.check_program(job, source=broken) for _ in range(2)]
+    assert len(calls) == 2 and all(r.violations and r.violations[0].what == "does not compile" for r in results)
