@@ -23,7 +23,7 @@ from sirius.analysis.build_macros import SAME_TOKENS, STRINGIZE
 from sirius.analysis.program_model import ProgramModel
 from sirius.core.target import WARP_SIZE
 from sirius.fusion.fragment_text import (BLOCK_SYNC_HELPER, fragment_function, fragment_name, keeping_lines,
-                                         strip_restrict)
+                                         line_end, strip_restrict, with_line_end)
 from sirius.fusion.host_text import (SAME_BITS_HELPER, cell_checks, cell_wave_host, cooperative_launch, issue_launch,
                                      open_region, original_launch, temporaries, wavefront_host)
 from sirius.fusion.kernel_ir import (CellWavesLaunch, CooperativeLaunch, FusedProgram, KernelIR, KernelRole,
@@ -167,6 +167,10 @@ def generate(model: ProgramModel, program: FusedProgram, source: str) -> tuple[s
     edits += in_place  # after the block: at one offset (the last kernel's end) the fragment comes first
     if prototypes:
         edits.append((entry.start_offset, entry.start_offset, "// sirius: fused kernels, defined below\n" + prototypes))
+    # what is inserted ends its lines as the file does (a CRLF file stays CRLF throughout);
+    # offsets are the file's bytes, as clang's, so a CRLF is two of them
+    eol = line_end(data)
     for start, end, text in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
-        data = data[:start] + keeping_lines(source.encode(), start, end, text).encode() + data[end:]
+        text = with_line_end(keeping_lines(source.encode(), start, end, text), eol)
+        data = data[:start] + text.encode() + data[end:]
     return data.decode(), list(fused.values())

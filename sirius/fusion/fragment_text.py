@@ -143,6 +143,34 @@ def line_directive(line: int | None) -> str:
     return f"#line {line}\n" if line else ""
 
 
+def line_end(source: bytes) -> str:
+    """The line end of a file: CRLF where most of its lines end so (a mixed file: its
+    dominant ending), else LF."""
+    crlf = source.count(b"\r\n")
+    return "\r\n" if crlf > source.count(b"\n") - crlf else "\n"
+
+
+# a C++ raw string literal: its line ends are part of its value, never converted
+RAW_STRING = re.compile(r'R"([^ ()\\\t\v\f\r\n]{0,16})\((.*?)\)\1"', re.S)
+
+
+def with_line_end(text: str, end: str) -> str:
+    """``text`` (inserted by sirius, with LF line ends and copies of the program's text)
+    with each LF not already part of a CRLF ending as ``end``: an emitted CRLF file has
+    CRLF lines only. The inside of a raw string literal is left as it is (its line ends
+    are its value); so are the CRLFs the copies bring."""
+    if end == "\n":
+        return text
+    out, at = [], 0
+    for m in RAW_STRING.finditer(text):
+        out.append(LONE_LF.sub(end, text[at:m.start()]) + m.group(0))
+        at = m.end()
+    return "".join(out) + LONE_LF.sub(end, text[at:])
+
+
+LONE_LF = re.compile(r"(?<!\r)\n")
+
+
 def keeping_lines(source: bytes, start: int, end: int, text: str) -> str:
     """``text`` replacing ``source[start:end]``, so that the lines after it keep their
     numbers: padded with newlines when it has fewer, else followed by a ``#line``."""

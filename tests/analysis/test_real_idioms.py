@@ -131,6 +131,37 @@ def test_a_source_with_crlf_line_ends_is_rewritten_where_clang_says(tmp_path):
     assert verify.returncode == 0 and "fused launches 1" in verify.stdout, verify.stdout + verify.stderr
 
 
+@pytest.mark.parametrize("original, launches", [
+    (HERE / "helper_launches.cu", "6 -> 3"),  # fragments after their kernels, a helper's launches, prototypes
+    (HERE.parent.parent.parent / "cuda_inputs" / "softmax.cu", "4 -> 1"),  # shared arrays pooled, barriers
+])
+def test_what_the_optimizer_inserts_in_a_crlf_source_ends_its_lines_in_crlf(original, launches, tmp_path):
+    """Fused kernels, fragments, rewritten launches, guards and #line directives take the
+    file's line end: the emitted file has no LF-only line (it once had hundreds, mixed
+    among the program's CRLF lines)."""
+    program = tmp_path / original.name
+    program.write_bytes(original.read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"))
+    out = tmp_path / (original.stem + ".opt.cu")
+    proc = sirius("optimize", str(program), "-o", str(out))
+    assert proc.returncode == 0 and f"launches per run: {launches}" in proc.stdout, proc.stdout + proc.stderr
+    emitted = out.read_bytes()
+    assert emitted.count(b"\n") == emitted.count(b"\r\n") > program.read_bytes().count(b"\n"), emitted
+    assert emitted.endswith(b"\r\n") and b"\r\r" not in emitted
+    assert b"#line " in emitted and b"sirius_fused_0<<<" in emitted
+    verify = sirius("verify", str(program), str(out), "--backend", "cpu")
+    assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
+    assert "fused launches" in verify.stdout, verify.stdout
+
+
+def test_line_ends_are_converted_outside_raw_strings_only():
+    from sirius.fusion.fragment_text import line_end, with_line_end
+
+    assert line_end(b"a\r\nb\r\nc\n") == "\r\n" and line_end(b"a\r\nb\nc\n") == "\n" and line_end(b"") == "\n"
+    text = 'int a;\nconst char* s = R"x(one\ntwo)x";\r\nint b;\n'
+    assert with_line_end(text, "\r\n") == 'int a;\r\nconst char* s = R"x(one\ntwo)x";\r\nint b;\r\n'
+    assert with_line_end(text, "\n") == text
+
+
 def test_a_byte_order_mark_stays_first(tmp_path):
     """What the optimizer adds at the top goes after the mark: before it, clang reads the
     mark as a stray character and the emitted program does not compile."""
