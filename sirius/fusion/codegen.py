@@ -23,7 +23,7 @@ from sirius.analysis.build_macros import SAME_TOKENS, STRINGIZE
 from sirius.analysis.program_model import ProgramModel
 from sirius.core.target import WARP_SIZE
 from sirius.fusion.fragment_text import (BLOCK_SYNC_HELPER, fragment_function, fragment_name, keeping_lines,
-                                         line_end, strip_restrict, with_line_end)
+                                         line_directive, line_end, strip_restrict, with_line_end)
 from sirius.fusion.host_text import (SAME_BITS_HELPER, cell_checks, cell_wave_host, cooperative_launch, issue_launch,
                                      open_region, original_launch, temporaries, wavefront_host)
 from sirius.fusion.kernel_ir import (CellWavesLaunch, CooperativeLaunch, FusedProgram, KernelIR, KernelRole,
@@ -61,20 +61,29 @@ def generate(model: ProgramModel, program: FusedProgram, source: str) -> tuple[s
     # program's macros there are those its body was written with (a macro redefined
     # between kernels, or #undef'd after them, means something else further down)
     in_place: list[tuple[int, int, str]] = []
+    main = model.source.main_file
+    # a fragment of a kernel of an included file names that file in its #line; then every
+    # #line sirius writes names its file (the main file's, once one has named another)
+    named = main if any(decls[f.launch].range.file != main for k in kernels
+                        for lane in k.lanes for f in lane.fragments) else None
+    used = [insts[i] for k in kernels for i in k.group.launches]
+    insert_at = max(model.source.visible_from(decls[i.statement.index]) for i in used)
+    block_line = source.encode()[:insert_at].count(b"\n") + 1  # the generated kernels' line in the main file
     for k in kernels:
         for f in (f for lane in k.lanes for f in lane.fragments):
             name = fragment_name(insts[f.launch])
             if name not in done:
                 done.add(name)
                 decl = decls[f.launch]
-                here = decl.range.file == model.source.main_file
+                here = decl.range.file == main
                 mangled = insts[f.launch].kernel.mangled
                 text = fragment_function(insts[f.launch], decl, f.removed_barriers, f.pooled, mangled in narrow,
-                                         in_place=here, part_warp=mangled in part_warp)
+                                         in_place=here, part_warp=mangled in part_warp,
+                                         file=named if here else decl.range.file)
                 if here:
                     in_place.append((decl.range.end_offset, decl.range.end_offset, "\n" + text))
-                else:
-                    kernels_text.append(text)
+                else:  # what follows is the main file's again
+                    kernels_text.append(text + line_directive(block_line, main))
     fused: dict[int, KernelIR] = {}
     edits: list[tuple[int, int, str]] = []
     table = RegionTable()
@@ -89,7 +98,8 @@ def generate(model: ProgramModel, program: FusedProgram, source: str) -> tuple[s
         guard = cell_checks(launch, insts, source.encode(), slots)
         fused.update({k.group.id: k for k in phases})
         loop = plan.repetition.loop.range
-        edits.append((loop.start_offset, loop.end_offset, cell_wave_host(plan, phases, guard, source.encode(), slots)))
+        host = cell_wave_host(plan, phases, guard, source.encode(), slots, named)
+        edits.append((loop.start_offset, loop.end_offset, host))
     for k in kernels:
         if k.role is KernelRole.CELL_PHASE:
             continue
@@ -100,7 +110,7 @@ def generate(model: ProgramModel, program: FusedProgram, source: str) -> tuple[s
             slots = open_region(table, "wavefront", k.group.launches, insts)
             fused[k.group.id] = k
             kernels_text.append(wavefront_kernel(wavefronts[k.group.id], insts, decls))
-            host = wavefront_host(wavefronts[k.group.id], insts, source.encode(), slots)
+            host = wavefront_host(wavefronts[k.group.id], insts, source.encode(), slots, named)
             loop = wavefronts[k.group.id].plan.outer_loop.range
             edits.append((loop.start_offset, loop.end_offset, host))
             continue
@@ -133,8 +143,6 @@ def generate(model: ProgramModel, program: FusedProgram, source: str) -> tuple[s
             edits.append((inst.site.range.start_offset, inst.site.range.end_offset, text))
 
     data = source.encode()
-    used = [insts[i] for k in kernels for i in k.group.launches]
-    insert_at = max(model.source.visible_from(decls[i.statement.index]) for i in used)
     entry = model.source.function_ranges.get(model.host.entry) or next(
         (r for name, r in model.source.function_ranges.items()
          if model.host.entry.startswith("_Z") and f"{len(name)}{name}" in model.host.entry), None)
@@ -171,6 +179,6 @@ def generate(model: ProgramModel, program: FusedProgram, source: str) -> tuple[s
     # offsets are the file's bytes, as clang's, so a CRLF is two of them
     eol = line_end(data)
     for start, end, text in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
-        text = with_line_end(keeping_lines(source.encode(), start, end, text), eol)
+        text = with_line_end(keeping_lines(source.encode(), start, end, text, named), eol)
         data = data[:start] + text.encode() + data[end:]
     return data.decode(), list(fused.values())

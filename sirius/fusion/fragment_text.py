@@ -109,12 +109,14 @@ BLOCK_LANES_ACTIVEMASK = """  const auto __activemask = [&]() -> unsigned {  // 
 
 
 def fragment_function(inst: LaunchInstance, decl, removed_barriers: tuple[int, ...] = (), pooled: bool = False,
-              narrow: bool = False, in_place: bool = False, part_warp: bool = False) -> str:
+              narrow: bool = False, in_place: bool = False, part_warp: bool = False,
+              file: str | None = None) -> str:
     """The kernel's body as a device function, in the kernel's namespaces (its body names
     what they hold; ``in_place``: it is written right after the kernel, inside them already)
     and, for a template instance, a template called with the instance's arguments (see
     ``fragment_body`` for what the passes change in it); with ``part_warp``, its
-    ``__activemask()`` answers only its block's lanes of a warp."""
+    ``__activemask()`` answers only its block's lanes of a warp. ``file``: the body is
+    printed in another file than the one it is written in, whose name its ``#line`` gives."""
     shadow = "\n".join([
         "  const uint3 blockIdx = sirius_bid;", "  const uint3 threadIdx = sirius_tid;",
         "  const dim3 blockDim = sirius_bdim;", "  const dim3 gridDim = sirius_gdim;",
@@ -133,14 +135,20 @@ def fragment_function(inst: LaunchInstance, decl, removed_barriers: tuple[int, .
             f"static __device__ __forceinline__ void {fragment_name(inst)}(\n"
             f"    const uint3 sirius_bid, const uint3 sirius_tid, const dim3 sirius_bdim, const dim3 sirius_gdim"
             + (", unsigned char* const sirius_pool" if pooled else "")
-            + f"{sep}{params}) {{\n{shadow}\n{line_directive(decl.body_line)}{fragment_body(decl, removed_barriers, pooled, narrow)}\n}}\n"
+            + f"{sep}{params}) {{\n{shadow}\n{line_directive(decl.body_line, file)}{fragment_body(decl, removed_barriers, pooled, narrow)}\n}}\n"
             + ("}" * len(namespaces) + "\n" if namespaces else ""))
 
 
-def line_directive(line: int | None) -> str:
+def line_directive(line: int | None, file: str | None = None) -> str:
     """``#line`` for text copied from the program: ``__LINE__`` in it (an error code, an
-    assertion's message) reads as where the program wrote it."""
-    return f"#line {line}\n" if line else ""
+    assertion's message) reads as where the program wrote it; with ``file``, ``__FILE__``
+    and diagnostics name that file (text copied from an included file)."""
+    if not line:
+        return ""
+    if file is None:
+        return f"#line {line}\n"
+    name = file.replace("\\", "\\\\").replace('"', '\\"')
+    return f'#line {line} "{name}"\n'
 
 
 def line_end(source: bytes) -> str:
@@ -171,12 +179,13 @@ def with_line_end(text: str, end: str) -> str:
 LONE_LF = re.compile(r"(?<!\r)\n")
 
 
-def keeping_lines(source: bytes, start: int, end: int, text: str) -> str:
+def keeping_lines(source: bytes, start: int, end: int, text: str, file: str | None = None) -> str:
     """``text`` replacing ``source[start:end]``, so that the lines after it keep their
-    numbers: padded with newlines when it has fewer, else followed by a ``#line``."""
+    numbers: padded with newlines when it has fewer, else followed by a ``#line`` (naming
+    ``file``, the main file, where other ``#line`` directives name included files)."""
     old, new = source[start:end].count(b"\n"), text.count("\n")
     if new < old:
         return text + "\n" * (old - new)
     if new > old:
-        return text + "\n" + line_directive(source[:end].count(b"\n") + 1)
+        return text + "\n" + line_directive(source[:end].count(b"\n") + 1, file)
     return text

@@ -78,7 +78,8 @@ def checked_loop(loop, guard: LoopGuard, what: str, insts, source: bytes, slots:
             f"  sirius_cells_ok = sirius_cells_ok && {slots.holds(f'sirius_checked == {guard.expected}LL')};\n")
 
 
-def cell_wave_host(plan, phases: list[KernelIR], guard: str, source: bytes, slots: RegionSlots) -> str:
+def cell_wave_host(plan, phases: list[KernelIR], guard: str, source: bytes, slots: RegionSlots,
+                   file: str | None = None) -> str:
     """The host code replacing the loop: ``guard`` (``cell_checks``), then the wave loop,
     one cooperative launch per wave, where the loop's values are those the waves assume and
     the device launches cooperative kernels; else the loop as written. The path taken is
@@ -113,7 +114,7 @@ def cell_wave_host(plan, phases: list[KernelIR], guard: str, source: bytes, slot
             f"  }}\n  if (sirius_waves_ran) {{ {slots.took(PathKind.WAVES)} }}\n"
             "  else { /* sirius: not the values optimized for, or no cooperative launches: the loop as written */\n"
             f"  if (sirius_cells_ok) {slots.took(PathKind.NO_COOPERATIVE)} else {slots.fell_back()}\n"
-            f"{line_directive(loop.line)}{' ' * (loop.column - 1)}{original}\n  }}\n}}")
+            f"{line_directive(loop.line, file)}{' ' * (loop.column - 1)}{original}\n  }}\n}}")
 
 
 # a value the host computes has the bits of the constant a generated kernel bakes in
@@ -215,7 +216,8 @@ def _readable(condition: str, insts) -> str:
     return _TEMPORARY.sub(name, condition)
 
 
-def wavefront_host(launch: WavefrontLaunch, insts, source: bytes, slots: RegionSlots) -> str:
+def wavefront_host(launch: WavefrontLaunch, insts, source: bytes, slots: RegionSlots,
+                   file: str | None = None) -> str:
     """The host code replacing a loop nest run as a wavefront: the wave loop where the
     nest's values are those the wavefront assumes (its guard), else the nest as written;
     the path taken counted in ``slots``."""
@@ -238,4 +240,4 @@ def wavefront_host(launch: WavefrontLaunch, insts, source: bytes, slots: RegionS
             f"{k.dynamic_shared}>>>({bases});\n  }}\n"
             "  } else { /* sirius: not the values optimized for: the loop nest as written */\n"
             f"  {slots.fell_back()}\n"
-            f"{line_directive(loop.line)}{' ' * (loop.column - 1)}{original}\n  }}\n}}")
+            f"{line_directive(loop.line, file)}{' ' * (loop.column - 1)}{original}\n  }}\n}}")

@@ -162,6 +162,20 @@ def test_line_ends_are_converted_outside_raw_strings_only():
     assert with_line_end(text, "\n") == text
 
 
+def test_a_fragment_of_an_included_file_reads_its_file_and_lines(tmp_path):
+    """stamp records __LINE__ and the length of __FILE__: its fragment, printed into the
+    main file, has a #line naming the included file (it once named the emitted file: a
+    different result), and the text after it is the main file's again, by name."""
+    program = HERE.parent.parent / "filecheck" / "optimize_included_fragment.cu"
+    summary = optimized_and_verified(program, tmp_path)
+    assert "launches per run: 3 -> 1" in summary, summary
+    emitted = (tmp_path / (program.stem + ".opt.cu")).read_text()
+    included = str(program.parent / "included" / "stamp_kernels.cu")
+    assert emitted.count(f'#line 4 "{included}"\n{{') == 1 and emitted.count(f'#line 8 "{included}"\n{{') == 1
+    directives = [line for line in emitted.splitlines() if line.startswith("#line")]
+    assert all(line.endswith(f'"{program}"') or line.endswith(f'"{included}"') for line in directives), directives
+
+
 def test_a_byte_order_mark_stays_first(tmp_path):
     """What the optimizer adds at the top goes after the mark: before it, clang reads the
     mark as a stray character and the emitted program does not compile."""
