@@ -29,6 +29,10 @@ stopped. A worker that dies mid-task (killed, out of memory) loses nothing: the 
 its tasks again on another worker, and each task's result is taken once, from its future.
 A task that has killed ``distributed.scheduler.allowed-failures`` + 1 workers (3 by default)
 stops the campaign; what arrived before it stays cached.
+
+``run_tasks`` runs one round of tasks; a :class:`Session` runs several on one cluster, where a
+round's tasks are made from the results of the one before (``sirius tune``: the candidates of
+each program on any worker, then their measurements on a GPU worker).
 """
 
 from __future__ import annotations
@@ -167,35 +171,76 @@ OnResult = Callable[[int, Task, Any, bool], None]  # (index, task, result, from 
 def run_tasks(tasks: Sequence[Task], engine: Engine = Engine(), cache: ResultCache | None = None,
               on_result: OnResult | None = None) -> list[Any]:
     """Every task's result, in the order of ``tasks``; ``on_result`` as each arrives."""
-    results: list[Any] = [None] * len(tasks)
-    waiting: dict[str, list[int]] = {}  # key -> indices of the tasks not yet answered
-    for i, task in enumerate(tasks):
-        found, value = cache.get(task.key) if cache is not None else (False, None)
-        if found:
-            results[i] = value
-            if on_result:
-                on_result(i, task, value, True)
+    with Session(engine, gpu=any(t.gpu for t in tasks)) as session:
+        return session.run(tasks, cache, on_result)
+
+
+class Session:
+    """An engine held for several rounds of tasks, where a round's tasks are made from the
+    results of the round before (``sirius tune``: each program's candidates, then their
+    measurements on a GPU): one Dask cluster for all of them. The cluster is started (or the
+    scheduler connected to) by the first round with a task to run, so that a campaign
+    answered from its caches starts none, and stopped when the session ends. ``gpu``: whether
+    a round may hold a task that needs a GPU (a local cluster's first worker then declares
+    one; an existing cluster must have a worker that does)."""
+
+    def __init__(self, engine: Engine = Engine(), gpu: bool = False):
+        self.engine, self.gpu = engine, gpu
+        self._connection: _Connection | None = None
+        self._client = None
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._connection is not None:
+            connection, self._connection, self._client = self._connection, None, None
+            connection.__exit__(None, None, None)
+
+    def _dask_client(self):
+        if self._client is None:
+            connection = _Connection(self.engine, self.gpu)
+            self._client = connection.__enter__()
+            self._connection = connection
+        return self._client
+
+    def run(self, tasks: Sequence[Task], cache: ResultCache | None = None,
+            on_result: OnResult | None = None) -> list[Any]:
+        """Every task's result, in the order of ``tasks``; ``on_result`` as each arrives."""
+        if any(t.gpu for t in tasks) and not self.gpu:
+            raise ValueError("a task needs a GPU and the session was opened with gpu=False")
+        results: list[Any] = [None] * len(tasks)
+        waiting: dict[str, list[int]] = {}  # key -> indices of the tasks not yet answered
+        for i, task in enumerate(tasks):
+            found, value = cache.get(task.key) if cache is not None else (False, None)
+            if found:
+                results[i] = value
+                if on_result:
+                    on_result(i, task, value, True)
+            else:
+                waiting.setdefault(task.key, []).append(i)
+
+        def arrived(key: str, value: Any) -> None:
+            first = tasks[waiting[key][0]]
+            if cache is not None:
+                cache.put(key, first.label, value)
+            for i in waiting[key]:
+                results[i] = value
+                if on_result:
+                    on_result(i, tasks[i], value, False)
+
+        if not waiting:
+            return results
+        todo = [tasks[indices[0]] for indices in waiting.values()]
+        if not self.engine.uses_dask:
+            for task in todo:
+                arrived(task.key, task.function(*task.args))
         else:
-            waiting.setdefault(task.key, []).append(i)
-
-    def arrived(key: str, value: Any) -> None:
-        first = tasks[waiting[key][0]]
-        if cache is not None:
-            cache.put(key, first.label, value)
-        for i in waiting[key]:
-            results[i] = value
-            if on_result:
-                on_result(i, tasks[i], value, False)
-
-    if not waiting:
+            _run_on_dask(todo, self._dask_client(), arrived)
         return results
-    todo = [tasks[indices[0]] for indices in waiting.values()]
-    if not engine.uses_dask:
-        for task in todo:
-            arrived(task.key, task.function(*task.args))
-    else:
-        _run_on_dask(todo, engine, arrived)
-    return results
 
 
 def _dask_key(task: Task) -> str:
@@ -203,23 +248,21 @@ def _dask_key(task: Task) -> str:
     return f"{name}-{task.key}"
 
 
-def _run_on_dask(todo: list[Task], engine: Engine, arrived: Callable[[str, Any], None]) -> None:
+def _run_on_dask(todo: list[Task], client, arrived: Callable[[str, Any], None]) -> None:
     from distributed import as_completed
     from distributed.scheduler import KilledWorker
 
-    gpu = any(t.gpu for t in todo)
-    with _Connection(engine, gpu) as client:
-        futures = {client.submit(task.function, *task.args, key=_dask_key(task), pure=False,
-                                 resources={"GPU": 1} if task.gpu else None): task for task in todo}
-        for future in as_completed(list(futures)):
-            task = futures.pop(future)
-            try:
-                value = future.result()
-                future.release()  # the worker may drop it: a worker lost later is not asked for it again
-            except KilledWorker as err:
-                raise SiriusError(f"error: {task.label or task.key}: the task stopped every worker that ran it "
-                                  f"({err}); the results that arrived before it are kept where a cache is given", exit_code=3) from None
-            arrived(task.key, value)
+    futures = {client.submit(task.function, *task.args, key=_dask_key(task), pure=False,
+                             resources={"GPU": 1} if task.gpu else None): task for task in todo}
+    for future in as_completed(list(futures)):
+        task = futures.pop(future)
+        try:
+            value = future.result()
+            future.release()  # the worker may drop it: a worker lost later is not asked for it again
+        except KilledWorker as err:
+            raise SiriusError(f"error: {task.label or task.key}: the task stopped every worker that ran it "
+                              f"({err}); the results that arrived before it are kept where a cache is given", exit_code=3) from None
+        arrived(task.key, value)
 
 
 class _Connection:

@@ -1,7 +1,8 @@
 """`sirius tune`: candidates ranked by the cost model without a GPU (said so), the cache
 answering a second run without the optimizer, the export for a GPU machine (a runner that
 needs no installed package) and the import of its results: the fastest verified candidate
-wins, one with other results is discarded, results of other candidates are refused."""
+wins, one with other results is discarded, results of other candidates are refused; several
+programs tuned on two Dask workers choose as in one process, and a stopped run resumes."""
 
 from __future__ import annotations
 
@@ -50,7 +51,9 @@ def test_without_a_gpu_the_choice_is_predicted_and_says_so_then_comes_from_the_c
     assert second.returncode == 0 and "(from the cache)" in second.stdout
     assert json.loads(rep.read_text())["cached"] and out.read_text() == written
     third = sirius("tune", SOFTMAX, "-o", str(out), "--no-cache", cache=tmp_path / "other")
-    assert third.returncode == 0 and "from the cache" not in third.stdout and not (tmp_path / "other").exists()
+    # the tuning cache untouched (the promise check keeps its own cache beside it)
+    assert third.returncode == 0 and "from the cache" not in third.stdout
+    assert not (tmp_path / "other" / "tune").exists()
 
 
 def test_the_export_holds_every_candidate_and_a_runner_that_needs_no_installed_package(exported):
@@ -113,12 +116,52 @@ def test_results_of_other_candidates_are_refused(exported, tmp_path):
     assert proc.returncode == 2 and "name none of this program's candidates" in proc.stderr
 
 
+PAIR = str(ROOT / "cuda_inputs" / "independent_pair.cu")  # 2 launches -> 1
+CHAIN = str(ROOT / "cuda_inputs" / "elementwise_chain.cu")  # 4 launches -> 1
+
+
+def test_two_programs_on_two_workers_choose_as_in_one_process_and_a_stopped_run_resumes(tmp_path):
+    """Two programs tuned on a local Dask cluster of two workers; then one program's decision is
+    removed from the cache (a run stopped half-way) and the run, again in this process, takes the
+    other from the cache and tunes that one alone: the same tables, choices, reports and written
+    programs as the workers made."""
+    argv = ("tune", PAIR, CHAIN, "--predicted")
+    cache = tmp_path / "cache"
+    there = sirius(*argv, "-o", str(tmp_path / "there"), "--report", str(tmp_path / "there.json"), "--workers", "2",
+                   cache=cache)
+    assert there.returncode == 0, there.stderr
+    assert there.stdout.count("chosen: auto/all-passes\n") == 2 and "(from the cache)" not in there.stdout
+    assert "tune [2/2]" in there.stderr and "Traceback" not in there.stderr
+    report = json.loads((tmp_path / "there.json").read_text())
+    assert [(Path(p["program"]).name, p["chosen"], p["basis"]) for p in report["programs"]] == [
+        ("independent_pair.cu", "auto/all-passes", "predicted"), ("elementwise_chain.cu", "auto/all-passes", "predicted")]
+
+    decisions = {json.loads(p.read_text())["program"]: p for p in (cache / "tune").glob("decision-*.json")}
+    assert sorted(decisions) == sorted([PAIR, CHAIN])
+    decisions[CHAIN].unlink()
+    here = sirius(*argv, "-o", str(tmp_path / "here"), "--report", str(tmp_path / "here.json"), cache=cache)
+    assert here.returncode == 0, here.stderr
+    assert here.stdout.count("(from the cache)") == 1
+    assert here.stdout.replace(" (from the cache)", "") == there.stdout
+    assert "independent_pair.cu: chosen auto/all-passes (from the cache)" in here.stderr
+    assert "elementwise_chain.cu: 3 candidates, chosen auto/all-passes (predicted)" in here.stderr
+    again = json.loads((tmp_path / "here.json").read_text())
+    assert [p["cached"] for p in again["programs"]] == [True, False]
+    assert [{**p, "cached": False} for p in again["programs"]] == report["programs"]
+    for name in ("independent_pair.cu", "elementwise_chain.cu"):
+        assert (tmp_path / "here" / name).read_text() == (tmp_path / "there" / name).read_text()
+
+
 @pytest.mark.parametrize("args, message", [
     (["tune", SOFTMAX], "-o OUT.cu is required"),
     (["tune", SOFTMAX, "-o", SOFTMAX], "must differ from the input"),
     (["tune", SOFTMAX, "-o", "x.cu", "--import", "/nonexistent.json"], "no such file"),
     (["tune", "/nonexistent.cu", "-o", "x.cu"], "no such file"),
     (["tune", SOFTMAX, "-o", "x.cu", "--predicted", "--export", "d"], "not allowed with"),
+    (["tune", SOFTMAX, PAIR, "-o", "x.cu"], "-o names a folder"),
+    (["tune", SOFTMAX, PAIR, "-o", str(ROOT / "cuda_inputs")], "would overwrite the program"),
+    (["tune", SOFTMAX, PAIR, "--export", "d"], "--export takes one program (2 were given)"),
+    (["tune", SOFTMAX, "-o", "x.cu", "--workers", "two"], "--workers two: not a whole number"),
 ])
 def test_bad_input_exits_2_with_a_message(args, message, tmp_path):
     proc = sirius(*args, cache=tmp_path)

@@ -43,12 +43,13 @@ def stage_progress(what: str, stages: list[str], quiet: bool,
 
 @contextmanager
 def item_progress(what: str, total: int, quiet: bool,
-                  console: Console | None = None) -> Iterator[Callable[[str, str | None], None]]:
-    """A callback ``done(label, line)`` for a campaign of ``total`` items: advances the bar
-    (titled ``what: label``) and prints ``line`` above it when given. Not drawn: ``line``
-    goes to standard error as it is, unless ``quiet``."""
+                  console: Console | None = None) -> Iterator[Callable[..., None]]:
+    """A callback ``done(label, line=None, advance=1)`` for a campaign of ``total`` items:
+    advances the bar by ``advance`` (titled ``what: label``) and prints ``line`` above it when
+    given; ``advance=0`` tells where an item is without finishing it (a stage, a candidate).
+    Not drawn: ``line`` goes to standard error as it is, unless ``quiet``."""
     if not shown(quiet, console):
-        def done(label: str, line: str | None = None) -> None:
+        def done(label: str, line: str | None = None, advance: int = 1) -> None:
             if line is not None and not quiet:
                 print(line, file=sys.stderr, flush=True)
         yield done
@@ -56,8 +57,8 @@ def item_progress(what: str, total: int, quiet: bool,
     with _bar(console) as bar:
         task = bar.add_task(what, total=total)
 
-        def advance(label: str, line: str | None = None) -> None:
+        def step(label: str, line: str | None = None, advance: int = 1) -> None:
             if line is not None:
                 bar.console.print(line, markup=False, highlight=False)
-            bar.update(task, advance=1, description=f"{what}: {label}", refresh=True)
-        yield advance
+            bar.update(task, advance=advance, description=f"{what}: {label}", refresh=True)
+        yield step

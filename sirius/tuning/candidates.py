@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Callable
 
 from sirius.fusion.schedule import ARRANGEMENTS
 from sirius.pipeline import OptimizeState, pass_names, rearrange, report
@@ -47,11 +48,12 @@ class Candidate:
         return hashlib.sha256(self.source.encode()).hexdigest()[:16]
 
 
-def generate_candidates(state: OptimizeState, gpu: Target = H100) -> list[Candidate]:
+def generate_candidates(state: OptimizeState, gpu: Target = H100,
+                        making: Callable[[str], None] | None = None) -> list[Candidate]:
     """The original and one candidate per distinct program over ``SCHEDULES`` x
     ``PASS_SETTINGS``, in that order, each with its predicted time. ``state`` has been
     through the whole pipeline (its own setting is among those generated again only if it
-    differs)."""
+    differs). ``making(name)`` is called before each setting is made (progress)."""
     costs = statement_costs(state.model, registers_of(state))
     notes = tuple(costs.notes)
     original = predict(original_launches(state.model, costs), gpu, notes)
@@ -63,11 +65,13 @@ def generate_candidates(state: OptimizeState, gpu: Target = H100) -> list[Candid
             continue
         for label, passes in PASS_SETTINGS:
             chosen = tuple(pass_names()) if passes is None else passes
+            name = f"{arrangement}{'+cooperative' if cooperative else ''}{'+persistent' if persistent else ''}/{label}"
+            if making is not None:
+                making(name)
             same = (arrangement, chosen, cooperative, persistent) == (state.arrangement, state.passes,
                                                                       state.cooperative, state.persistent)
             st = state if same else rearrange(state, arrangement, chosen, cooperative, persistent=persistent)
             has_waves = has_waves or bool(st.schedule.cell_waves)
-            name = f"{arrangement}{'+cooperative' if cooperative else ''}{'+persistent' if persistent else ''}/{label}"
             if st.output in by_text:
                 k = by_text[st.output]
                 out[k] = Candidate(**{**out[k].__dict__, "same_as": out[k].same_as + (name,)})
@@ -77,6 +81,23 @@ def generate_candidates(state: OptimizeState, gpu: Target = H100) -> list[Candid
             out.append(Candidate(name, arrangement, chosen, st.output, launches,
                                  predict(optimized_launches(st, costs), gpu, notes)))
     return out
+
+
+def candidate_json(c: Candidate) -> dict:
+    """``c`` as JSON can hold it (a task's result that crosses processes): the prediction's
+    times and notes, not its planned launches."""
+    p = c.prediction
+    return {"name": c.name, "arrangement": c.arrangement, "passes": list(c.passes), "source": c.source,
+            "launches": c.launches, "same_as": list(c.same_as),
+            "prediction": {"launches": p.launches, "direct_us": p.direct_us, "graph_us": p.graph_us,
+                           "notes": list(p.notes)}}
+
+
+def candidate_from_json(data: dict) -> Candidate:
+    p = data["prediction"]
+    return Candidate(data["name"], data["arrangement"], tuple(data["passes"]), data["source"], data["launches"],
+                     Prediction(p["launches"], p["direct_us"], p["graph_us"], (), tuple(p["notes"])),
+                     tuple(data["same_as"]))
 
 
 def rank_by_prediction(candidates: list[Candidate]) -> list[Candidate]:
