@@ -25,6 +25,7 @@ from sirius.tuning import gpu_bench
 from sirius.tuning.gpu_bench import (BenchOptions, BenchProgram, BenchResult, MachineFacts, ProgramTiming, Verdict,
                                      build_row, judge_dumps, render_table, result_json, write_plot)
 from sirius.tuning.torch_baselines import TorchRow
+from tests.terminal import run_on_a_terminal
 
 ROOT = Path(__file__).resolve().parents[1]
 SOFTMAX = ROOT / "cuda_inputs" / "softmax.cu"
@@ -108,9 +109,15 @@ def test_help_explains_the_columns_and_the_baselines(capsys):
 
 
 @pytest.mark.toolchain
-def test_prepare_writes_the_programs_and_a_manifest(tmp_path):
+def test_prepare_writes_the_programs_and_a_manifest_and_shows_its_progress_on_a_terminal(tmp_path):
     folder = tmp_path / "bench"
-    assert cli.main(["bench", "--prepare", str(folder), str(SOFTMAX), str(BERT_QKV)]) == 0
+    sirius = str(Path(sys.executable).parent / "sirius")
+    prepared = run_on_a_terminal([sirius, "bench", "--prepare", str(folder), str(SOFTMAX), str(BERT_QKV)])
+    assert prepared.returncode == 0, prepared.terminal
+    # a bar over the programs showing each one's pipeline stage, a line per program above it
+    for shown in ("bench --prepare: softmax: schedule", "bench --prepare: bert_qkv: codegen", "1/2",
+                  "softmax: 4 -> 1 launches", "bert_qkv: 9 -> 1 launches", "manifest.json (2 programs)"):
+        assert shown in prepared.terminal, shown
     data = json.loads((folder / "manifest.json").read_text())
     assert data["arch"] == "sm_90" and data["std"] == "c++17" and data["command"] and data["date"]
     by_name = {p["name"]: p for p in data["programs"]}

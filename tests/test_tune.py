@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.terminal import run_on_a_terminal
+
 pytestmark = pytest.mark.toolchain
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,9 +23,12 @@ SOFTMAX = str(ROOT / "cuda_inputs" / "softmax.cu")  # 4 launches -> 1
 SIRIUS = str(Path(sys.executable).parent / "sirius")
 
 
+def _env(cache: Path) -> dict[str, str]:
+    return {**os.environ, "SIRIUS_CACHE": str(cache), "PATH": "/usr/bin:/bin"}  # no nvidia-smi: no GPU
+
+
 def sirius(*args: str, cache: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "SIRIUS_CACHE": str(cache), "PATH": "/usr/bin:/bin"}  # no nvidia-smi: no GPU
-    return subprocess.run([SIRIUS, *args], capture_output=True, text=True, timeout=600, env=env)
+    return subprocess.run([SIRIUS, *args], capture_output=True, text=True, timeout=600, env=_env(cache))
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +129,8 @@ def test_two_programs_on_two_workers_choose_as_in_one_process_and_a_stopped_run_
     """Two programs tuned on a local Dask cluster of two workers; then one program's decision is
     removed from the cache (a run stopped half-way) and the run, again in this process, takes the
     other from the cache and tunes that one alone: the same tables, choices, reports and written
-    programs as the workers made."""
+    programs as the workers made. That run is watched on a terminal: a line per program above a
+    bar that shows the program's pipeline stage and candidate."""
     argv = ("tune", PAIR, CHAIN, "--predicted")
     cache = tmp_path / "cache"
     there = sirius(*argv, "-o", str(tmp_path / "there"), "--report", str(tmp_path / "there.json"), "--workers", "2",
@@ -139,12 +145,17 @@ def test_two_programs_on_two_workers_choose_as_in_one_process_and_a_stopped_run_
     decisions = {json.loads(p.read_text())["program"]: p for p in (cache / "tune").glob("decision-*.json")}
     assert sorted(decisions) == sorted([PAIR, CHAIN])
     decisions[CHAIN].unlink()
-    here = sirius(*argv, "-o", str(tmp_path / "here"), "--report", str(tmp_path / "here.json"), cache=cache)
-    assert here.returncode == 0, here.stderr
+    here = run_on_a_terminal([SIRIUS, *argv, "-o", str(tmp_path / "here"), "--report", str(tmp_path / "here.json")],
+                             env=_env(cache))
+    assert here.returncode == 0, here.terminal
     assert here.stdout.count("(from the cache)") == 1
     assert here.stdout.replace(" (from the cache)", "") == there.stdout
-    assert "independent_pair.cu: chosen auto/all-passes (from the cache)" in here.stderr
-    assert "elementwise_chain.cu: 3 candidates, chosen auto/all-passes (predicted)" in here.stderr
+    assert "independent_pair.cu: chosen auto/all-passes (from the cache)" in here.terminal
+    assert "elementwise_chain.cu: 3 candidates, chosen auto/all-passes (predicted)" in here.terminal
+    for shown in ("tune: elementwise_chain: optimize: schedule", "tune: elementwise_chain: candidate vertical/all-passes",
+                  "1/2", "\x1b["):
+        assert shown in here.terminal, shown
+    assert "tune: independent_pair: optimize" not in here.terminal  # from the cache: not optimized again
     again = json.loads((tmp_path / "here.json").read_text())
     assert [p["cached"] for p in again["programs"]] == [True, False]
     assert [{**p, "cached": False} for p in again["programs"]] == report["programs"]

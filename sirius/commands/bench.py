@@ -59,6 +59,7 @@ from pathlib import Path
 from sirius.analysis.frontend import CompileJob
 from sirius.commands.common import add_compile_flags, compile_flags_from_args, input_file
 from sirius.commands.optimize import add_fusion_options, cooperative_options, selected_passes
+from sirius.commands.progress import item_progress
 from sirius.core.config import CompileFlags, resolve_toolchain
 from sirius.core.errors import InputError, SiriusError
 from sirius.fusion.includes import relocate_includes
@@ -82,6 +83,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     phase.add_argument("--run", metavar="DIR", help="only build, verify and time what --prepare wrote to DIR")
     phase.add_argument("--work", metavar="DIR", help="both phases, keeping the prepared programs in DIR (default: "
                                                      "a temporary folder)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="show no progress of the optimizing phase and no line per program (progress is drawn "
+                             "only on a terminal; elsewhere a line per program goes to standard error)")
     gpu_bench.add_run_options(parser)
     add_fusion_options(parser)
     add_compile_flags(parser)
@@ -144,32 +148,39 @@ def prepare(programs: list[Path], folder: Path, args: argparse.Namespace, flags:
     cooperative, persistent = cooperative_options(args)
     include_dirs = tuple(Path(d).resolve() for d in flags.include_dirs)
     entries, status = [], 0
-    for program, name in zip(programs, program_names(programs)):
-        stem = name.replace("/", "__")
-        original, optimized = folder / f"{stem}.orig.cu", folder / f"{stem}.opt.cu"
-        common = dict(name=name, source=str(program), defines=flags.defines, include_dirs=include_dirs,
-                      torch_equivalent=torch_equivalent(program, flags.defines))
-        start = time.perf_counter()
-        try:
-            state = run_pipeline(OptimizeState(CompileJob(program, flags, toolchain), args.entry, args.arrangement,
-                                               passes, cooperative, persistent=persistent))
-            rep = report(state)
-        except SiriusError as err:
-            print(f"{name}: optimize FAILED: {err}", file=sys.stderr, flush=True)
-            entries.append(BenchProgram(original=None, optimized=None, error=f"optimize failed: {err}", **common))
-            status = 2
-            continue
-        original.write_text(relocate_includes(program.read_text(), program, folder)[0])
-        text, moved = relocate_includes(state.output, program, folder)
-        rep["includes_rewritten"] = [{"line": m.line, "written": m.written, "now": m.now} for m in moved]
-        optimized.write_text(text)
-        (folder / f"{stem}.report.json").write_text(json.dumps(rep, indent=2) + "\n")
-        floor_bytes, note = compulsory_bytes_of(state.model)
-        entries.append(BenchProgram(original=original, optimized=optimized, launches_before=rep["launches_before"],
-                                    launches_after=rep["launches_after"], compulsory_bytes=floor_bytes,
-                                    compulsory_bytes_note=note, predicted=predicted_times(state), **common))
-        print(f"{name}: {rep['launches_before']} -> {rep['launches_after']} launches, "
-              f"{time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
+    quiet = getattr(args, "quiet", False)
+    with item_progress("bench --prepare", len(programs), quiet) as done:
+        for program, name in zip(programs, program_names(programs)):
+            stem = name.replace("/", "__")
+            original, optimized = folder / f"{stem}.orig.cu", folder / f"{stem}.opt.cu"
+            common = dict(name=name, source=str(program), defines=flags.defines, include_dirs=include_dirs,
+                          torch_equivalent=torch_equivalent(program, flags.defines))
+            start = time.perf_counter()
+            try:
+                state = run_pipeline(OptimizeState(CompileJob(program, flags, toolchain), args.entry,
+                                                   args.arrangement, passes, cooperative, persistent=persistent),
+                                     entering=lambda stage, name=name: done(f"{name}: {stage}", None, 0))
+                rep = report(state)
+            except SiriusError as err:
+                line = f"{name}: optimize FAILED: {err}"
+                done(name, line)
+                if quiet:  # a failure is said even so
+                    print(line, file=sys.stderr, flush=True)
+                entries.append(BenchProgram(original=None, optimized=None, error=f"optimize failed: {err}", **common))
+                status = 2
+                continue
+            original.write_text(relocate_includes(program.read_text(), program, folder)[0])
+            text, moved = relocate_includes(state.output, program, folder)
+            rep["includes_rewritten"] = [{"line": m.line, "written": m.written, "now": m.now} for m in moved]
+            optimized.write_text(text)
+            (folder / f"{stem}.report.json").write_text(json.dumps(rep, indent=2) + "\n")
+            floor_bytes, note = compulsory_bytes_of(state.model)
+            entries.append(BenchProgram(original=original, optimized=optimized,
+                                        launches_before=rep["launches_before"], launches_after=rep["launches_after"],
+                                        compulsory_bytes=floor_bytes, compulsory_bytes_note=note,
+                                        predicted=predicted_times(state), **common))
+            done(name, f"{name}: {rep['launches_before']} -> {rep['launches_after']} launches, "
+                       f"{time.perf_counter() - start:.1f} s")
     manifest = gpu_bench.write_manifest(folder, entries, arch=flags.arch, std=flags.std, command=command)
     print(f"wrote {manifest} ({len(entries)} programs)", file=sys.stderr)
     return status
