@@ -148,9 +148,15 @@ def _job(path: str | Path, flags: Sequence[str]) -> CompileJob:
 
 def analyze(path: str | Path, flags: Sequence[str] = (), *, entry: str = "main") -> Analysis:
     """The program's model and UAR, as ``sirius analyze`` prints them."""
+    return analyze_job(_job(path, flags), entry)
+
+
+def analyze_job(job: CompileJob, entry: str = "main") -> Analysis:
+    """The model of ``job``'s program (its launches from the host function ``entry``) and its
+    UAR, as ``analyze`` and ``sirius analyze`` build them."""
     from sirius.analysis.program_model import analyze_program
 
-    model = analyze_program(_job(path, flags), entry=entry)
+    model = analyze_program(job, entry=entry)
     return Analysis(model, build_uar(model))
 
 

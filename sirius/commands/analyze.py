@@ -15,9 +15,8 @@ import json
 import sys
 
 from sirius.analysis.frontend import CompileJob
-from sirius.analysis.program_model import analyze_program
-from sirius.analysis.uar import build_uar
 from sirius.analysis_report import model_to_json, render_text, render_uar, uar_to_dot, uar_to_json, virtual_to_json
+from sirius.api import analyze_job
 from sirius.commands.common import add_compile_flags, compile_flags_from_args, input_file, output_file
 from sirius.core.config import resolve_toolchain
 
@@ -40,8 +39,8 @@ def execute(args: argparse.Namespace) -> int:
     json_file = output_file(args.json, "--json") if args.json else None
     dot_file = output_file(args.uar_dot, "--uar-dot") if args.uar_dot else None
     job = CompileJob(input_file(args.program), compile_flags_from_args(args), toolchain)
-    model = analyze_program(job, entry=args.entry)
-    uar = build_uar(model)
+    analysis = analyze_job(job, args.entry)
+    model, uar = analysis.model, analysis.uar
     data = model_to_json(model)
     data["dependences"] = uar_to_json(uar)
     data["barriers"] = virtual_to_json(uar)
