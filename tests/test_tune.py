@@ -163,6 +163,50 @@ def test_two_programs_on_two_workers_choose_as_in_one_process_and_a_stopped_run_
         assert (tmp_path / "here" / name).read_text() == (tmp_path / "there" / name).read_text()
 
 
+def test_with_a_gpu_the_candidates_are_measured_by_a_gpu_task_whose_figures_are_cached(tmp_path, monkeypatch, capsys):
+    """The rounds of a measured run, with the two tasks stood in for (no pipeline, no GPU): each
+    program's candidates, then one GPU task per program measuring them, the original first; the
+    fastest measured candidate wins over the predicted one. Run again without its decisions,
+    every figure comes from the measurement cache and no GPU task runs."""
+    from sirius.cli import main
+    from sirius.commands import tune
+
+    def made(job, progress=None):
+        def candidate(name, predicted_us):
+            return {"name": name, "arrangement": None if name == "original" else "auto", "passes": [],
+                    "source": f"// {name} of {Path(job.program).name}\n", "launches": 1, "same_as": [],
+                    "prediction": {"launches": 1, "direct_us": predicted_us, "graph_us": predicted_us, "notes": []}}
+        return {"candidates": [candidate("original", 20.0), candidate("auto/all-passes", 5.0),
+                               candidate("auto/fusion-alone", 6.0)]}
+
+    measured: list[list[str]] = []
+
+    def measure(job, rows, settings, progress=None):
+        measured.append([r["name"] for r in rows])
+        times = {"original": 20.0, "auto/all-passes": 9.0, "auto/fusion-alone": 7.0}
+        return {"measured": {r["name"]: {"direct_us": times[r["name"]], "graph_us": times[r["name"]], "discarded": None}
+                             for r in rows}}
+
+    monkeypatch.setattr(tune, "_gpu_name", lambda: "Some GPU, 580.1")
+    monkeypatch.setattr(tune, "tune_candidates", made)
+    monkeypatch.setattr(tune, "measure_candidates", measure)
+    monkeypatch.setenv("SIRIUS_CACHE", str(tmp_path / "cache"))
+    argv = ["tune", PAIR, CHAIN, "-o", str(tmp_path / "out"), "--report", str(tmp_path / "r.json")]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert measured == [["original", "auto/all-passes", "auto/fusion-alone"]] * 2
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert [(p["basis"], p["gpu"], p["chosen"]) for p in report["programs"]] == \
+        [("measured", "Some GPU, 580.1", "auto/fusion-alone")] * 2
+    assert (tmp_path / "out" / "elementwise_chain.cu").read_text() == "// auto/fusion-alone of elementwise_chain.cu\n"
+    assert capsys.readouterr().out.count("measured on Some GPU, 580.1") == 2
+
+    for decision in (tmp_path / "cache" / "tune").glob("decision-*.json"):
+        decision.unlink()
+    assert main(argv) == 0
+    assert len(measured) == 2  # no GPU task ran: every candidate's figures were cached
+    assert json.loads((tmp_path / "r.json").read_text()) == report
+
+
 @pytest.mark.parametrize("args, message", [
     (["tune", SOFTMAX], "-o OUT.cu is required"),
     (["tune", SOFTMAX, "-o", SOFTMAX], "must differ from the input"),
