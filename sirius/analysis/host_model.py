@@ -182,6 +182,7 @@ class HostStatement:
     written_in: tuple[str, ...] = ()  # the function each of ``written_at`` lies in
     # the program's functions (IR names, outermost first) modelled at their call sites that it lies in
     through: tuple[str, ...] = ()
+    call_lines: tuple[int | None, ...] = ()  # the line of each call of ``through``, in its caller
 
     def describe(self) -> str:
         """What the statement is, for reports: ``cudaMemcpy2D (DeviceToDevice) at line 14``."""
@@ -738,7 +739,7 @@ class _HostModelBuilder:
             self.statements.append(replace(
                 stmt, index=len(self.statements), loops=nest + stmt.loops,
                 domain=conjunction([d for d in (domain, stmt.domain) if d is not None]),
-                through=(callee,) + stmt.through))
+                through=(callee,) + stmt.through, call_lines=(ins.line,) + stmt.call_lines))
         self.descended_loops.extend(model.loops)
         self.notes.extend(model.notes)
         self.launching_calls.extend(model.launching_calls)

@@ -330,9 +330,9 @@ def analyze_program(job: CompileJob, entry: str = "main",
             break
         callers, chain = callers + (chain[-1],), chain + [host_model.launching_calls[0]]
         host_model = build(chain[-1], callers)
-    if not host_model.launches and host_model.launching_calls:
-        # several helpers launch (main -> run_step -> launch_a, launch_b): each call of one is
-        # modelled where it is made
+    if host_model.launching_calls:
+        # helpers launch (main -> run_step -> launch_a, launch_b), besides main's own launches
+        # or not: each call of one is modelled where it is made, in program order
         host_model = build(chain[-1], callers, True)
         host_model = dataclasses.replace(host_model, notes=host_model.notes + (
             "launches in " + ", ".join(dict.fromkeys(_short_name(demangle(n)) for s in host_model.launches
@@ -360,7 +360,7 @@ def analyze_program(job: CompileJob, entry: str = "main",
     called_by = dict(zip(chain, ([caller] if caller else [None]) + chain[:-1]))
     elsewhere = next((why for why in (_runs_elsewhere(compiled.host_ir, host, name, by, demangle)
                                       for name, by in called_by.items() if name != "main") if why), None)
-    model.launches = _placed(model.launches, source, host, kernels, job.path, elsewhere)
+    model.launches = _placed(model.launches, source, host, kernels, job.path, elsewhere, demangle)
     model.launches = _unless_run_elsewhere(model.launches, compiled.host_ir, host, chain[-1], demangle)
     return model
 
@@ -412,7 +412,7 @@ def _unless_run_elsewhere(launches: list[LaunchInstance], host_ir: str, host, en
 
 
 def _placed(launches: list[LaunchInstance], source: SourceIndex, host, kernels, main_file: Path,
-            elsewhere: str | None = None) -> list[LaunchInstance]:
+            elsewhere: str | None = None, demangle=lambda name: name) -> list[LaunchInstance]:
     """Each launch with the launch expression it was written as (``site``), or with why it
     has none (``unplaced``). A launch is looked for at its line, then, when the compiler
     inlined the host function it is written in, at the lines of that function where the
@@ -425,14 +425,16 @@ def _placed(launches: list[LaunchInstance], source: SourceIndex, host, kernels, 
     for site in source.launches:
         sites_by_line.setdefault(site.range.line, []).append(site)
 
-    taken: dict[tuple[int, str], int] = {}  # (line, kernel) -> sites of it on that line given out
+    taken: dict[tuple, int] = {}  # (calls, line, kernel) -> sites of it on that line given out
 
-    def at(line: int | None, kernel: KernelModel) -> LaunchSite | None:
+    def at(line: int | None, kernel: KernelModel, calls: tuple = ()) -> LaunchSite | None:
         candidates = sites_by_line.get(line or -1, [])
         same = [s for s in candidates if _spelled(s.kernel) == _spelled(kernel.name)]
         if same:  # two launches of one kernel on one line: the first statement is the first written
-            k = taken.get((line or -1, _spelled(kernel.name)), 0)
-            taken[(line or -1, _spelled(kernel.name))] = k + 1
+            # (counted per call of the helper it is in: each call runs the same launch expressions)
+            key = (calls, line or -1, _spelled(kernel.name))
+            k = taken.get(key, 0)
+            taken[key] = k + 1
             return same[k] if k < len(same) else None
         if len(candidates) == 1 and _spelled(candidates[0].kernel) not in spelled_kernels:
             return candidates[0]  # written through a name of its own (a macro, a pointer), no other kernel's
@@ -451,7 +453,8 @@ def _placed(launches: list[LaunchInstance], source: SourceIndex, host, kernels, 
             continue
         outer_file = stmt.written_at[-1][1] if stmt.written_at else None
         in_main = outer_file is None or os.path.realpath(outer_file) == main
-        site = at(stmt.line, inst.kernel) if in_main else None
+        calls = tuple(zip(stmt.through, stmt.call_lines))  # the calls of helpers it is modelled at
+        site = at(stmt.line, inst.kernel, calls) if in_main else None
         why = None if in_main else _elsewhere_written(stmt, next(
             k for k, (_, file) in enumerate(stmt.written_at) if file is not None and os.path.realpath(file) != main))
         if site is None and in_main and stmt.inlined_from:
@@ -460,33 +463,57 @@ def _placed(launches: list[LaunchInstance], source: SourceIndex, host, kernels, 
                     why = why or _elsewhere_written(stmt, k)
                     continue
                 # a helper inlined at several calls: its launch, matched for the first, is this one too
-                site = at(line, inst.kernel) or inner_sites.get((line, _spelled(inst.kernel.name)))
+                site = at(line, inst.kernel, calls) or inner_sites.get((line, _spelled(inst.kernel.name)))
                 if site is not None:
                     inner_sites[(line, _spelled(inst.kernel.name))] = site
                     inner.setdefault(id(site), []).append(len(placed))
                     break
         placed.append(dataclasses.replace(inst, site=site, unplaced=why if site is None else None,
                                           written_line=site.range.line if site is not None else None))
-    shared: dict[int, list[int]] = {}
+    by_site: dict[int, list[int]] = {}
     for k, inst in enumerate(placed):
-        if inst.site is not None and id(inst.site) not in inner:
-            shared.setdefault(id(inst.site), []).append(k)
-    for members in (m for m in shared.values() if len(m) > 1):
-        site = placed[members[0]].site
-        why = (f"{len(members)} launches were matched to the one launch expression at line {site.range.line}: "
-               "which is which is not known")
-        for k in members:
-            placed[k] = dataclasses.replace(placed[k], site=None, unplaced=why)
+        if inst.site is not None:
+            by_site.setdefault(id(inst.site), []).append(k)
     copies = _launch_copies(host)
-    for members in inner.values():
+    for members in by_site.values():
         site = placed[members[0]].site
+        calls = [placed[k].statement for k in members if placed[k].statement.through]
+        if id(site) not in inner and not calls:
+            if len(members) > 1:
+                why = (f"{len(members)} launches were matched to the one launch expression at line "
+                       f"{site.range.line}: which is which is not known")
+                for k in members:
+                    placed[k] = dataclasses.replace(placed[k], site=None, unplaced=why)
+            continue
+        # in a helper: the inlined copies of it, or the calls of it modelled where they are
+        # made, each run this one launch expression
         runs = copies.get((site.range.line, main), 0)
         if len(members) > 1 or runs != 1:
-            why = (f"it is written once in {site.function} (line {site.range.line}), which runs it for "
-                   f"{max(len(members), runs)} launches in the program: rewriting it would change them all")
+            n = max(len(members), runs)
+            why = (f"it is written once in {site.function} (line {site.range.line}), which runs it for {n} "
+                   "launches in the program" if not calls else
+                   f"it is written once in {site.function} (line {site.range.line}), which the program runs from "
+                   f"{n} calls{_calls_apart(calls, demangle)}") + ": rewriting it would change them all"
             for k in members:
                 placed[k] = dataclasses.replace(placed[k], site=None, unplaced=why)
     return placed
+
+
+def _calls_apart(calls: list[HostStatement], demangle) -> str:
+    """Where statements modelled at the calls of helpers (``through``) part: the helper
+    called at several lines that runs them all (`` (step is called at lines 55 and 60)``)."""
+    paths = {tuple(zip(s.through, s.call_lines)) for s in calls}
+    if len(paths) < 2:
+        return ""
+    depth = min(len(p) for p in paths)
+    for d in range(depth):
+        if len({p[d] for p in paths}) > 1:
+            names = sorted({_short_name(demangle(p[d][0])) for p in paths})
+            lines = sorted({p[d][1] for p in paths if p[d][1] is not None})
+            if len(names) == 1 and len(lines) > 1:
+                return f" ({names[0]} is called at lines {', '.join(map(str, lines[:-1]))} and {lines[-1]})"
+            return ""
+    return ""
 
 
 def _elsewhere_written(stmt: HostStatement, k: int) -> str:

@@ -99,3 +99,52 @@ def test_a_helper_another_translation_unit_may_call_keeps_its_launches(tmp_path)
     plain = sirius("optimize", str(program), "-o", str(tmp_path / "out.cu"))
     assert ("which run_step also calls (the analysis follows the calls in main); run_step is not called here but "
             "has external linkage") in plain.stdout, plain.stdout
+
+
+@pytest.fixture(scope="module")
+def main_and_helpers(tmp_path_factory):
+    out = tmp_path_factory.mktemp("main_and_helpers") / "main_and_helpers.opt.cu"
+    return sirius("optimize", str(HERE / "main_and_helpers.cu"), "-o", str(out)), out
+
+
+def test_helpers_main_calls_among_its_own_launches_are_modelled_at_their_calls(main_and_helpers):
+    """main launches, and calls helpers that launch (main -> step -> compute_forces,
+    integrate, in main's loop; normalize twice): each call is modelled where it is made, in
+    program order among main's launches. main's pairs and integrate's pair fuse (the
+    latter rewritten in integrate), verified equal with every fused path taken; the pairs
+    across a call are apart for what is true of them, named at the helpers' lines."""
+    proc, out = main_and_helpers
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for line in ("launches per run: 22 -> 15", "fill (line 55) | fill (line 56)", "kick (line 41) -> drift (line 42)",
+                 "damp (line 59) | damp (line 60)",
+                 "not fused: fill (line 56), forces (line 38): they are in different host loop nests",
+                 "not fused: forces (line 38), kick (line 41): they are in different host functions "
+                 "(compute_forces, integrate)",
+                 "not fused: drift (line 42), damp (line 59): they are in different host functions (integrate, main)"):
+        assert line in proc.stdout, proc.stdout
+    emitted = out.read_text()
+    integrate = emitted.index("static void integrate(")
+    assert integrate < emitted.index("sirius_fused_2<<<") < emitted.index("static void step(")
+    verify = sirius("verify", str(HERE / "main_and_helpers.cu"), str(out), "--backend", "cpu")
+    assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
+    for took in ("fill fill): fused launches 1", "kick drift): fused launches 3", "damp damp): fused launches 3"):
+        assert took in verify.stdout, verify.stdout
+
+
+def test_a_helper_called_at_two_lines_keeps_its_launches_as_written(main_and_helpers, tmp_path):
+    """normalize runs its two launch expressions for both its calls: rewritten for one,
+    the other would run the fused kernel too. Refused with the calls' lines; so is a helper
+    the compiler inlined at one call and kept at the other."""
+    proc, _ = main_and_helpers
+    for kernel, line in (("scale", 49), ("shift", 50)):
+        assert (f"not fused: {kernel} (line {line}): its launch expression cannot be rewritten: it is written once in "
+                f"normalize (line {line}), which the program runs from 2 calls (normalize is called at lines 62 "
+                "and 63): rewriting it would change them all") in proc.stdout, proc.stdout
+    program = tmp_path / "inlined_once.cu"
+    program.write_text((HERE / "main_and_helpers.cu").read_text().replace(
+        "  normalize(vel, N);", "  [[clang::always_inline]] normalize(vel, N);"))
+    once = sirius("optimize", str(program), "-o", str(tmp_path / "out.cu"))
+    assert once.returncode == 0 and "launches per run: 22 -> 15" in once.stdout, once.stdout + once.stderr
+    assert ("not fused: scale (line 49): its launch expression cannot be rewritten: it is written once in normalize "
+            "(line 49), which the program runs from 2 calls") in once.stdout, once.stdout
+    assert "scale (line 49) -> shift" not in once.stdout, once.stdout

@@ -66,8 +66,9 @@ def test_launches_are_named_at_the_lines_they_are_written_on(branch_launches):
              if m["kernel"] != "clip"}
     assert lanes == {"implicit_step": 62, "explicit_step": 65, "smooth": 45, "damp": 46}, lanes
     named = {(m["kernel"], m["line"]) for r in report["refused"] for m in r["launches"]}
+    # (damp, 46): the loop's iteration ending with damp and the next beginning with smooth
     assert named == {("gather", 60), ("implicit_step", 62), ("clip", 63), ("explicit_step", 65), ("clip", 66),
-                     ("smooth", 45)}, named
+                     ("smooth", 45), ("damp", 46)}, named
     analysis = sirius("analyze", str(HERE / "branch_launches.cu"))
     assert analysis.returncode == 0, analysis.stderr
     assert "line 45: smooth grid [64, 1, 1]" in analysis.stdout and "line 46: damp grid" in analysis.stdout

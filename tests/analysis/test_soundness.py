@@ -55,9 +55,22 @@ def test_host_only_calls_are_not_statements(snippet):
     assert len(others(m)) == 1  # only the final copy
 
 
-def test_own_function_that_launches_is_opaque_with_its_name(snippet):
+def test_own_function_that_launches_is_modelled_at_its_call(snippet):
+    """main launches, and calls a helper of its own that launches too: the helper's launch
+    is a launch at the call, between main's two, on the buffer the call passes (it was an
+    opaque call ordering everything)."""
     m = snippet(HEAD + MAP + "__attribute__((noinline)) void again(float* p) { shift<<<2, 128>>>(p, 256); }\n" +
                 main("scale<<<2, 128>>>(a, 256); again(a); shift<<<2, 128>>>(a, 256);"))
+    assert len(others(m)) == 1  # only the final copy
+    launches = [s for s in m.host.statements if s.kind == "launch"]
+    assert [(s.line, s.through != ()) for s in launches] == [(8, False), (6, True), (8, False)], launches
+    assert [a.buffer for s in launches for a in s.args if a.kind == "buffer"] == ["a", "a", "a"]
+    assert any("again" in n and "modelled where they are called" in n for n in m.notes), m.notes
+
+
+def test_own_function_that_launches_recursively_is_opaque_with_its_name(snippet):
+    m = snippet(HEAD + MAP + "__attribute__((noinline)) void again(float* p, int k) { shift<<<2, 128>>>(p, 256);"
+                " if (k > 0) again(p, k - 1); }\n" + main("scale<<<2, 128>>>(a, 256); again(a, 3); shift<<<2, 128>>>(a, 256);"))
     (opaque, _) = others(m)
     assert (opaque.kind, opaque.call, opaque.detail) == ("opaque", "again", "the function launches kernels")
 
