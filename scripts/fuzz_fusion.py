@@ -3,7 +3,7 @@
 
 Usage: scripts/fuzz_fusion.py [--seeds A:B] [--workers N | --scheduler ADDRESS]
                               [--arrangement auto|vertical|horizontal] [--cooperative [--persistent]]
-                              [--keep DIR [--fresh]] [--json OUT]
+                              [--layouts] [--keep DIR [--fresh]] [--json OUT]
 
 Each seed is one task (see sirius.campaign): on a local Dask cluster of --workers processes
 (default 2; 0 or 1: one after another in this process, without Dask), or on the workers of
@@ -43,6 +43,9 @@ def main() -> int:
                     help="optimize with --cooperative (regions as one cooperative launch, waves of cells)")
     ap.add_argument("--persistent", action="store_true",
                     help="with --cooperative: also --persistent (a host loop as one cooperative launch)")
+    ap.add_argument("--layouts", action="store_true",
+                    help="lay some programs out as application code is: an array of device pointers, kernels in "
+                         "an included file, launches in host helpers, CRLF line ends (sirius.testing.progen.layouts)")
     ap.add_argument("--keep", type=Path, help="keep the programs in this folder")
     ap.add_argument("--json", type=Path, help="write per-seed results here")
     ap.add_argument("--quiet", action="store_true",
@@ -71,7 +74,7 @@ def main() -> int:
                      f"{r.get('launches_after')} constructs: {', '.join(r.get('constructs') or []) or 'none'}")
 
             results = fuzz(range(a, b), arrangement=args.arrangement, keep=args.keep, progress=show, flags=flags,
-                           engine=engine)
+                           engine=engine, layouts=args.layouts)
     except SiriusError as err:
         print(err, file=sys.stderr)
         return err.exit_code

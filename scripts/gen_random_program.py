@@ -6,6 +6,9 @@
   gen_random_program.py --seed 0 --count 50 --out-dir progs/
                                                  # seeds 0..49 as progs/prog_<seed>.cu,
                                                  # each with progs/prog_<seed>.json
+  gen_random_program.py --seed 7 --layouts -o p7.cu
+                                                 # laid out as application code is (some
+                                                 # programs include a file: written beside)
 """
 
 from __future__ import annotations
@@ -16,6 +19,13 @@ import sys
 from pathlib import Path
 
 from sirius.testing.progen import generate_program
+
+
+def write_program(path: Path, prog) -> None:
+    """The program at ``path`` (CRLF line ends kept) and the files it includes beside it."""
+    path.write_bytes(prog.source.encode())
+    for name, text in prog.files:
+        (path.parent / name).write_bytes(text.encode())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,11 +39,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-kernels", type=int, default=8, help="most launches per program (default 8)")
     parser.add_argument("--size", type=int, default=4096,
                         help="floats per buffer, a multiple of 256 (default 4096)")
+    parser.add_argument("--layouts", action="store_true",
+                        help="lay some programs out as application code is (an array of device pointers, kernels "
+                             "in an included file, launches in host helpers, CRLF line ends)")
     args = parser.parse_args(argv)
+
+    def write(path: Path, prog) -> None:
+        try:
+            write_program(path, prog)
+        except OSError as err:
+            parser.error(f"cannot write {err.filename}: {err.strerror}")
 
     def make(seed: int):
         try:
-            return generate_program(seed, max_kernels=args.max_kernels, size=args.size)
+            return generate_program(seed, max_kernels=args.max_kernels, size=args.size, layouts=args.layouts)
         except ValueError as err:
             parser.error(str(err))
 
@@ -46,14 +65,17 @@ def main(argv: list[str] | None = None) -> int:
         out.mkdir(parents=True, exist_ok=True)
         for seed in range(args.seed, args.seed + args.count):
             prog = make(seed)
-            (out / f"prog_{seed}.cu").write_text(prog.source)
+            write(out / f"prog_{seed}.cu", prog)
             (out / f"prog_{seed}.json").write_text(json.dumps(prog.describe(), indent=1) + "\n")
         print(f"wrote {args.count} programs to {out}", file=sys.stderr)
         return 0
 
     prog = make(args.seed)
     if args.output:
-        Path(args.output).write_text(prog.source)
+        write(Path(args.output), prog)
+    elif prog.files:
+        parser.error(f"the program of seed {args.seed} includes {prog.files[0][0]}: write it with -o, the file "
+                     "beside it")
     else:
         sys.stdout.write(prog.source)
     if args.describe:

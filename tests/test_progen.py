@@ -164,6 +164,57 @@ def test_without_hazards_a_seed_gives_the_program_of_older_versions():
     assert 8 <= drawn <= 30  # a fair share of the programs hold them, not all
 
 
+def test_layouts_change_only_how_a_program_is_written():
+    """layouts=True draws from a stream of its own: the launches, host statements and
+    dependences are those of the seed's program without layouts; without them, the
+    program is the one of earlier versions (no layout, no other file)."""
+    seen = set()
+    for s in PALETTE_SEEDS:
+        plain, laid = _prog(s), _prog(s, layouts=True)
+        assert plain.layouts == () and plain.files == ()
+        assert (laid.launches, laid.host_ops, laid.expected_dependences) == \
+            (plain.launches, plain.host_ops, plain.expected_dependences)
+        assert laid == generate_program(s, layouts=True)  # deterministic
+        seen |= set(laid.layouts)
+        if not laid.layouts:
+            assert laid.source == plain.source
+    assert seen == set(pg.LAYOUTS)
+
+
+def _main_text(prog) -> str:
+    return prog.source.replace("\r\n", "\n")
+
+
+def test_each_layout_is_what_it_says():
+    for s in PALETTE_SEEDS:
+        prog = _prog(s, layouts=True)
+        text = _main_text(prog)
+        main = text[text.index("int main"):]
+        texts = [prog.source] + [t for _, t in prog.files]
+        assert all(t.count("\n") == t.count("\r\n") or "\r" not in t for t in texts)  # one line end a file
+        assert ("crlf" in prog.layouts) == any("\r\n" in t for t in texts)
+        if "pointer_array" in prog.layouts:
+            nb = len([b for b in prog.buffers if b.startswith("b")])
+            assert f"float* d_bufs[{nb}]" in main and "cudaMalloc(&d_bufs[" in main
+            assert not re.search(r"\bd_b\d+\b", main), main
+        if "included_kernels" in prog.layouts:
+            (name, included), = prog.files
+            assert f'#include "{name}"' in text and name == f"seed_{s}_kernels.cuh"
+            defined = re.findall(r"__global__ void (\w+)\(", included.replace("\r\n", "\n"))
+            # the first kernels there, the others here, in the order of the program without layouts
+            assert defined and defined + re.findall(r"__global__ void (\w+)\(", text) == list(prog.kernels)
+        else:
+            assert prog.files == ()
+        if "host_helpers" in prog.layouts:
+            helpers = re.findall(r"^(?:static |inline |__attribute__\(\(noinline\)\) )*void (run_part\d+(?:_rest)?)\(",
+                                 text, re.M)
+            assert "run_part0" in helpers
+            for h in helpers:  # each called once, by main or by the helper it continues
+                assert len(re.findall(rf"\b{h}\(", text)) == 2, h
+            calls_in_helpers = sum(text[text.index(f"void {h}("):].split("\n}", 1)[0].count("<<<") for h in helpers)
+            assert calls_in_helpers + main.count("<<<") == text.count("<<<") - text[:text.index("void run_part")].count("<<<")
+
+
 def test_sub_word_views_of_shared_floats_read_a_neighbours_bytes_after_the_barrier():
     views = set()
     for s in range(200):

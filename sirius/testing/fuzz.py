@@ -34,22 +34,27 @@ def constructs(prog: GeneratedProgram) -> list[str]:
     features, host statements beyond the original palette): what to suspect
     first when its seed fails."""
     found = ({l.pattern for l in prog.launches} | {l.structure for l in prog.launches}
-             | {f for l in prog.launches for f in l.features} | {o.kind for o in prog.host_ops})
+             | {f for l in prog.launches for f in l.features} | {o.kind for o in prog.host_ops}
+             | set(prog.layouts))
     return sorted(found - _PALETTE)
 
 
 def run_seed(seed: int, workdir: Path, arrangement: str, argv_values: tuple[str, ...] = (),
-             flags: tuple[str, ...] = (), hazards: bool = True) -> dict:
+             flags: tuple[str, ...] = (), hazards: bool = True, layouts: bool = False) -> dict:
     """Generate, optimize (with ``flags`` for ``sirius optimize`` too: ``--cooperative``) and
     verify one program. With ``argv_values`` the program takes its element-wise block size
     from its first argument, and is verified once per value. ``hazards`` false: the program
-    older versions of the generator gave the seed (``generate_program``)."""
-    prog = generate_program(seed, argv_block=bool(argv_values), hazards=hazards)
+    older versions of the generator gave the seed (``generate_program``); ``layouts``: some
+    programs laid out as application code is (``progen.layouts``; the files the program
+    includes are written beside it)."""
+    prog = generate_program(seed, argv_block=bool(argv_values), hazards=hazards, layouts=layouts)
     news = constructs(prog)
     src = workdir / f"seed_{seed}.cu"
     out = workdir / f"seed_{seed}_opt.cu"
     rep = workdir / f"seed_{seed}.json"
-    src.write_text(prog.source)
+    src.write_bytes(prog.source.encode())  # as generated: CRLF line ends stay CRLF
+    for name, text in prog.files:
+        (workdir / name).write_bytes(text.encode())
     start = time.perf_counter()
     opt = subprocess.run([SIRIUS, "optimize", str(src), "-o", str(out), "--arrangement", arrangement,
                           "--report", str(rep), *flags], capture_output=True, text=True)
@@ -83,19 +88,20 @@ def run_seed(seed: int, workdir: Path, arrangement: str, argv_values: tuple[str,
 
 def fuzz(seeds, jobs: int = 2, arrangement: str = "auto", keep: Path | None = None,
          progress=None, argv_values: tuple[str, ...] = (), flags: tuple[str, ...] = (),
-         hazards: bool = True, engine: Engine | None = None) -> list[dict]:
+         hazards: bool = True, engine: Engine | None = None, layouts: bool = False) -> list[dict]:
     """Run every seed (see ``run_seed``); ``progress(result)`` is called as each one finishes.
     Without ``engine``: ``jobs`` threads of this process. With one: a task per seed
     (``seed_task``) on that engine (this process, a local Dask cluster, an existing one), each
     result cached under ``keep`` when given, so a campaign run again does only the seeds left."""
     if engine is not None:
-        return _fuzz_campaign(list(seeds), engine, arrangement, keep, progress, argv_values, flags, hazards)
+        return _fuzz_campaign(list(seeds), engine, arrangement, keep, progress, argv_values, flags, hazards,
+                              layouts)
     with tempfile.TemporaryDirectory(prefix="sirius-fuzz-") as tmp:
         workdir = keep or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
 
         def one(seed: int) -> dict:
-            result = run_seed(seed, workdir, arrangement, argv_values, flags, hazards)
+            result = run_seed(seed, workdir, arrangement, argv_values, flags, hazards, layouts)
             if progress is not None:
                 progress(result)
             return result
@@ -105,21 +111,25 @@ def fuzz(seeds, jobs: int = 2, arrangement: str = "auto", keep: Path | None = No
 
 
 def seed_task(seed: int, keep: str | None, arrangement: str, argv_values: tuple[str, ...],
-              flags: tuple[str, ...], hazards: bool) -> dict:
+              flags: tuple[str, ...], hazards: bool, layouts: bool = False) -> dict:
     """One seed as a campaign task: its programs in ``keep`` (absolute), else in a folder of
     its own that is removed after it (a worker on another machine need not see this one's)."""
     if keep is not None:
         Path(keep).mkdir(parents=True, exist_ok=True)
-        return run_seed(seed, Path(keep), arrangement, argv_values, flags, hazards)
+        return run_seed(seed, Path(keep), arrangement, argv_values, flags, hazards, layouts)
     with tempfile.TemporaryDirectory(prefix=f"sirius-fuzz-{seed}-") as tmp:
-        return run_seed(seed, Path(tmp), arrangement, argv_values, flags, hazards)
+        return run_seed(seed, Path(tmp), arrangement, argv_values, flags, hazards, layouts)
 
 
 def _fuzz_campaign(seeds: list[int], engine: Engine, arrangement: str, keep: Path | None, progress,
-                   argv_values: tuple[str, ...], flags: tuple[str, ...], hazards: bool) -> list[dict]:
+                   argv_values: tuple[str, ...], flags: tuple[str, ...], hazards: bool,
+                   layouts: bool = False) -> list[dict]:
     where = str(keep.resolve()) if keep is not None else None
-    tasks = [Task(task_key("fuzz", code_fingerprint(), seed, arrangement, list(argv_values), list(flags), hazards),
-                  seed_task, (seed, where, arrangement, tuple(argv_values), tuple(flags), hazards), label=f"seed_{seed}")
+    # (layouts in the key only when asked for: the keys of campaigns without them stay theirs)
+    tasks = [Task(task_key("fuzz", code_fingerprint(), seed, arrangement, list(argv_values), list(flags), hazards,
+                           *(("layouts",) if layouts else ())),
+                  seed_task, (seed, where, arrangement, tuple(argv_values), tuple(flags), hazards, layouts),
+                  label=f"seed_{seed}")
              for seed in seeds]
     cache = ResultCache(keep / TASKS_FOLDER) if keep is not None else None
     return run_tasks(tasks, engine, cache, (lambda i, task, result, cached: progress(result)) if progress else None)

@@ -79,3 +79,21 @@ def test_cooperative_launches_of_generated_programs_verify():
                + fuzz(COOPERATIVE_SEEDS, jobs=2, flags=("--cooperative",)))
     bad = [r for r in results if not r["ok"]]
     assert not bad, "\n\n".join(f"seed {r['seed']} ({r['stage']}):\n{r['detail']}" for r in bad)
+
+
+# issue 31: programs laid out as application code is (progen.layouts): 44 and 99 hold every
+# layout (the pointer array allocated at constant indices, then in a loop), 56 a helper that
+# calls another for the rest of its launches
+LAYOUT_SEEDS = [44, 56, 99]
+
+
+def test_programs_laid_out_as_applications_verify():
+    programs = [progen.generate_program(s, layouts=True) for s in LAYOUT_SEEDS]
+    assert set().union(*(p.layouts for p in programs)) == set(progen.LAYOUTS)
+    assert any("_rest(" in p.source for p in programs)
+    assert {"cudaMalloc(&d_bufs[k]" in p.source for p in programs if "pointer_array" in p.layouts} == {True, False}
+    results = fuzz(LAYOUT_SEEDS, jobs=2, layouts=True)
+    bad = [r for r in results if not r["ok"]]
+    assert not bad, "\n\n".join(f"seed {r['seed']} ({r['stage']}):\n{r['detail']}" for r in bad)
+    assert all(set(p.layouts) <= set(r["constructs"]) for p, r in zip(programs, results))
+    assert any(r["launches_after"] < r["launches_before"] for r in results)

@@ -79,6 +79,12 @@ may redefine: ``SHIFT`` only in a kernel body (``macro_shift``) and a float ``GA
 short decimal passed as an argument (``float_macro``); ``GeneratedProgram.rebuild_defines``
 gives the other values a rebuild is verified with.
 
+With ``layouts=True`` (``progen.layouts``, a fourth stream) some programs are laid out as
+application code is, computing the same: the buffers as elements of an array of device
+pointers allocated by index, the first kernels in a file the main file includes
+(``GeneratedProgram.files``), launches of ``main`` in host helpers it calls (some through
+another), CRLF line ends (``GeneratedProgram.layouts`` names those a program shows).
+
 A host statement between launches is an ordering point: ``HostOp`` lists the
 buffers it reads and writes and ``Dependence.host_between`` the host
 statements that run between a producer and a consumer.
@@ -118,6 +124,7 @@ from sirius.testing.progen.generator import (
     P_GIDX, P_HAZARDS, P_HAZARD_STEP, P_HOST_OP, P_LDG_HELPER, P_MACRO_SHIFT, P_NEW_STEP,
     P_TAIL_BARRIER,
 )
+from sirius.testing.progen.layouts import LAYOUTS
 from sirius.testing.progen.dependences import dependence_width
 from sirius.testing.progen.generate import generate_program
 
@@ -131,5 +138,5 @@ __all__ = [
     "ByteNeighbor", "FloatMacro", "LdgHelper", "MacroShift", "MAX_HOST_OPS", "NEW_STEPS",
     "P_BARRIER_VARIANT", "P_BIG_SHARED", "P_BYTE_VIEW", "P_FLOAT_MACRO", "P_GIDX", "P_HAZARDS",
     "P_HAZARD_STEP", "P_HOST_OP", "P_LDG_HELPER", "P_MACRO_SHIFT", "P_NEW_STEP",
-    "P_TAIL_BARRIER", "dependence_width", "generate_program",
+    "P_TAIL_BARRIER", "dependence_width", "generate_program", "LAYOUTS",
 ]

@@ -8,11 +8,13 @@ from sirius.testing.progen.assemble import _assemble, _macros_used
 from sirius.testing.progen.dependences import _dependences
 from sirius.testing.progen.generator import _Gen
 from sirius.testing.progen.hazards import PROGRAM_MACROS
+from sirius.testing.progen.layouts import LAYOUTS, Layouts
 from sirius.testing.progen.model import GeneratedProgram, HostOp, Launch
 
 
 def generate_program(seed: int, *, max_kernels: int = 8, size: int = 4096,
-                     max_buffers: int = 8, argv_block: bool = False, hazards: bool = True) -> GeneratedProgram:
+                     max_buffers: int = 8, argv_block: bool = False, hazards: bool = True,
+                     layouts: bool = False) -> GeneratedProgram:
     """A complete random CUDA program with 2..``max_kernels`` launches.
 
     ``size`` is the number of floats per buffer, a positive multiple of 256;
@@ -23,6 +25,11 @@ def generate_program(seed: int, *, max_kernels: int = 8, size: int = 4096,
     footprints, dependences) is then that of a run without arguments. With ``hazards`` false
     no program holds the constructs of ``P_HAZARDS``: each seed gives the program older
     versions generated (seeds kept as regressions of those versions keep their program).
+    With ``layouts`` some programs are laid out as application code is (``progen.layouts``:
+    an array of device pointers, kernels in an included file, launches in host helpers,
+    CRLF line ends), from a stream of their own: without it, every seed gives the program
+    it gave before; with it, the same launches, dependences and results, laid out anew
+    (``GeneratedProgram.layouts``, and ``files`` to write beside the source).
     """
     if size <= 0 or size % 256:
         raise ValueError(f"size must be a positive multiple of 256, not {size}")
@@ -57,7 +64,8 @@ def generate_program(seed: int, *, max_kernels: int = 8, size: int = 4096,
     # data written by launches or host statements (not the scalar c0, not the pointer gp)
     written = {b for l in launches for b in l.writes} | {b for o in host_ops for b in o.writes}
     outputs = sorted((b for b in written if gen.symbols.get(b, "array") == "array"), key=_buf_key)
-    source, kernels = _assemble(gen, outputs)
+    chosen = Layouts.draw(seed, layouts)
+    source, kernels, files = _assemble(gen, outputs, chosen)
     return GeneratedProgram(
         seed=seed, source=source, launches=tuple(launches),
         expected_dependences=tuple(_dependences(stmts, gen.host_ops)),
@@ -65,7 +73,16 @@ def generate_program(seed: int, *, max_kernels: int = 8, size: int = 4096,
         kernels=kernels, host_ops=host_ops, symbols=tuple(gen.symbols),
         rebuild_defines=tuple(f"{name}={PROGRAM_MACROS[name][1]}" for name in _macros_used(gen)),
         macro_kernels=tuple(sorted({s.tmpl.name for s in stmts if s.tmpl.macros})),
+        files=files, layouts=_layouts_used(chosen, source, files),
     )
+
+
+def _layouts_used(chosen: Layouts, source: str, files: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    """The layouts the program shows (one drawn may have nothing to change: no launch of
+    main to move, a pool in place of separate buffers)."""
+    shown = {"included_kernels": bool(files), "crlf": "\r\n" in source or any("\r\n" in t for _, t in files),
+             "pointer_array": "d_bufs[" in source, "host_helpers": "run_part0(" in source}
+    return tuple(name for name in LAYOUTS if shown[name])
 
 
 def _buf_key(name: str) -> tuple:

@@ -149,6 +149,8 @@ class GeneratedProgram:
     # these must compute what the original rebuilt with them computes
     rebuild_defines: tuple[str, ...] = ()
     macro_kernels: tuple[str, ...] = ()  # the kernels whose code or launch uses those macros
+    files: tuple[tuple[str, str], ...] = ()  # (name, text) of files the source includes, written beside it
+    layouts: tuple[str, ...] = ()  # of progen.layouts.LAYOUTS: how the program is laid out
 
     def dependence(self, producer: int, consumer: int) -> Dependence | None:
         for dep in self.expected_dependences:
@@ -167,6 +169,8 @@ class GeneratedProgram:
             "symbols": list(self.symbols),
             "rebuild_defines": list(self.rebuild_defines),
             "macro_kernels": list(self.macro_kernels),
+            "files": [name for name, _ in self.files],
+            "layouts": list(self.layouts),
             "launches": [
                 {
                     "index": l.index, "kernel": l.kernel, "pattern": l.pattern,
