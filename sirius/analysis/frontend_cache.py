@@ -28,18 +28,28 @@ _CODE = hashlib.sha256(b"".join((Path(__file__).parent / name).read_bytes()
                                 for name in ("frontend.py", "source_index.py", "statement_flow.py"))).hexdigest()
 
 
-def _stamp(path: str) -> tuple[int, int] | None:
+def file_stamp(path: str | None) -> tuple[int, int] | None:
+    """Size and modification time of ``path`` (None when there is none)."""
     try:
-        st = os.stat(path)
+        st = os.stat(path) if path else None
     except OSError:
         return None
-    return st.st_size, st.st_mtime_ns
+    return (st.st_size, st.st_mtime_ns) if st else None
+
+
+def write_entry(entry: Path, value: object) -> None:
+    """Pickle ``value`` to ``entry``, whole or not at all: processes share the folder."""
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
+    with os.fdopen(fd, "wb") as out:
+        pickle.dump(value, out)
+    os.replace(tmp, entry)
 
 
 def _key(job: CompileJob, bodies: bool) -> str:
     h = hashlib.sha256()
     for part in (str(VERSION), _CODE, *job.clang_command("device"), *job.clang_command("host"), *job.libclang_args(),
-                 str(bodies), repr(_stamp(job.toolchain.clang)), str(Path.cwd())):
+                 str(bodies), repr(file_stamp(job.toolchain.clang)), str(Path.cwd())):
         h.update(part.encode() + b"\0")
     h.update(job.path.read_bytes())
     return h.hexdigest()
@@ -55,15 +65,11 @@ def cached_frontend(job: CompileJob, bodies: bool,
     entry = Path(folder) / f"{_key(job, bodies)}.pickle"
     try:
         stamps, compiled, index = pickle.loads(entry.read_bytes())
-        if all(_stamp(f) == s for f, s in stamps) and compiled.job == job:
+        if all(file_stamp(f) == s for f, s in stamps) and compiled.job == job:
             return compiled, index
     except (OSError, pickle.PickleError, EOFError, ValueError, TypeError, AttributeError):
         pass
     compiled, index = compute()
-    stamps = tuple((f, _stamp(f)) for f in index.included)
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
-    with os.fdopen(fd, "wb") as out:
-        pickle.dump((stamps, compiled, index), out)
-    os.replace(tmp, entry)  # whole or not at all: workers share the folder
+    stamps = tuple((f, file_stamp(f)) for f in index.included)
+    write_entry(entry, (stamps, compiled, index))
     return compiled, index

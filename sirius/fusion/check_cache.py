@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import pickle
-import tempfile
 from pathlib import Path
 from typing import Callable, TypeVar
 
+from sirius.analysis.frontend_cache import file_stamp, write_entry
 from sirius.core.config import cache_folder
 
 _PACKAGE = Path(__file__).resolve().parent.parent
@@ -37,18 +36,10 @@ def _code_hash() -> str:
     return h.hexdigest()
 
 
-def _stamp(path: str | None) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path) if path else None
-    except OSError:
-        return None
-    return (st.st_size, st.st_mtime_ns) if st else None
-
-
 def check_key(parts: tuple[str, ...], tools: tuple[str | None, ...], text: str) -> str:
     """The key of checking ``text`` under ``parts`` (flags, folder, name, entry) with ``tools``."""
     h = hashlib.sha256()
-    for part in (_code_hash(), *parts, *(f"{t}{_stamp(t)}" for t in tools)):
+    for part in (_code_hash(), *parts, *(f"{t}{file_stamp(t)}" for t in tools)):
         h.update(part.encode() + b"\0")
     h.update(text.encode())
     return h.hexdigest()
@@ -60,7 +51,7 @@ def cached_check(key: str, compute: Callable[[], tuple[T, tuple[str, ...] | None
     entry = cache_folder() / "check" / f"{key}.pickle"
     try:
         stamps, result = pickle.loads(entry.read_bytes())
-        if all(_stamp(f) == s for f, s in stamps):
+        if all(file_stamp(f) == s for f, s in stamps):
             return result
     except (OSError, pickle.PickleError, EOFError, ValueError, TypeError, AttributeError):
         pass
@@ -68,11 +59,7 @@ def cached_check(key: str, compute: Callable[[], tuple[T, tuple[str, ...] | None
     if included is None:
         return result
     try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as out:
-            pickle.dump((tuple((f, _stamp(f)) for f in included), result), out)
-        os.replace(tmp, entry)  # whole or not at all: processes share the folder
+        write_entry(entry, (tuple((f, file_stamp(f)) for f in included), result))
     except OSError:
         pass  # a folder that cannot be written: the result stands, it is not kept
     return result
