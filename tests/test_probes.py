@@ -67,6 +67,8 @@ PROBES: dict[str, Probe] = {
     "managed_variable_sync.cu": Probe(("count", "normalize"), apart=True,
                                       reason=("cudaDeviceSynchronize", "host read of __managed__ bins",
                                               "__managed__ variable bins")),
+    "exit_with_atexit_handler.cu": Probe(("scale", "shift"), apart=True, reason=("atexit(report_partial) at line 35",)),
+    "throw_caught_in_main.cu": Probe(("blend", "square"), apart=True, reason=("try at line 57",)),
 }
 
 

@@ -17,6 +17,7 @@ import re
 import clang.cindex as ci
 
 from sirius.analysis.frontend import CompileJob
+from sirius.analysis.program_ends import EndObserver, ProgramEnds, program_ends
 from sirius.analysis.statement_flow import Flow, statement_flow
 
 
@@ -151,6 +152,8 @@ class SourceIndex:
     function_like_macros: set[str] = field(default_factory=set)
     redefined_macros: set[str] = field(default_factory=set)  # defined twice, #undef'd or pushed
     included: tuple[str, ...] = ()  # every file the translation unit includes (the frontend cache checks them)
+    # code of the program's own that runs when it leaves early (atexit handlers, a catch, ...)
+    end_observers: tuple[EndObserver, ...] = ()
     renumbered: bool = False  # the main file has #line directives: clang's lines are not the file's
 
     def macros_in(self, ranges: list[SourceRange], objects_only: bool = True) -> list[str]:
@@ -611,6 +614,8 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
                      else ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES)
     main_file = str(Path(path))
     out = SourceIndex(main_file=main_file)
+    ends = program_ends(tu) if bodies else ProgramEnds()
+    out.end_observers = ends.observers
     files: dict[str, bytes] = {main_file: source}
     templates: dict[tuple[str, int, int], object] = {}  # kernel templates by the location of their name
     instances: dict[str, object] = {}  # launched template instances by stub name
@@ -674,7 +679,7 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
                     if in_braces and block is None:
                         block = len(out.host_blocks)
                         out.host_blocks.append(HostBlock(_range(cursor), tuple(
-                            statement_flow(s, returns_leave_program) for s in cursor.get_children())))
+                            statement_flow(s, returns_leave_program, ends) for s in cursor.get_children())))
                     out.launches.append(LaunchSite(c.spelling or _text(source, children[0]), function,
                                                    config, args, _range(c), in_braces, macro, callee, block,
                                                    position))

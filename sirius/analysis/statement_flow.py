@@ -15,6 +15,10 @@ statement this module proves one of:
   ``exit``, ``_Exit``, ``quick_exit`` or ``abort``, or ``return`` in ``main``); or braces,
   or a ``do ... while (0)`` (the usual ``CHECK(call)`` macro), around error checks and
   statements of the kind above.
+- ``Flow.OBSERVED_EXIT``: as one of the two above, but the way it may leave the program
+  (``exit``, ``return`` from ``main``, an exception, a call of a function that does) runs
+  code of the program's own (an ``atexit`` handler, a destructor, a ``catch``:
+  ``analysis.program_ends``), which may observe device memory.
 - ``Flow.OTHER``: anything else, or not proven: a branch with ``else``, a loop, a
   ``switch``, a jump (``return``, ``break``, ``continue``, ``goto``), a label, ``try``,
   ``asm``, a statement libclang does not expose, a lone call that leaves the program.
@@ -31,6 +35,8 @@ from enum import Enum
 
 import clang.cindex as ci
 
+from sirius.analysis.program_ends import Ending, ProgramEnds, endings
+
 _K = ci.CursorKind
 
 # functions of the C library after whose call no statement of the program runs
@@ -42,47 +48,71 @@ class Flow(Enum):
 
     NEXT = "next"
     NEXT_OR_EXIT = "next-or-exit"
+    OBSERVED_EXIT = "next-or-observed-exit"
     OTHER = "other"
 
 
-def statement_flow(stmt: ci.Cursor, returns_leave_program: bool) -> Flow:
+_ORDER = (Flow.NEXT, Flow.NEXT_OR_EXIT, Flow.OBSERVED_EXIT, Flow.OTHER)  # each weaker than the one before
+
+
+def weakest_flow(flows) -> Flow:
+    """The weakest of ``flows`` (Flow.NEXT for none): how control leaves a run of statements."""
+    return max(flows, key=_ORDER.index, default=Flow.NEXT)
+
+
+def statement_flow(stmt: ci.Cursor, returns_leave_program: bool, ends: ProgramEnds) -> Flow:
     """How control leaves ``stmt``, a statement of a compound statement;
     ``returns_leave_program``: the statement is in ``main``'s body, where ``return``
-    ends the program."""
+    ends the program; ``ends``: which ways of leaving run the program's own code."""
     kind = stmt.kind
     if kind == _K.IF_STMT:
-        return Flow.NEXT_OR_EXIT if _error_check(stmt, returns_leave_program) else Flow.OTHER
+        return _error_check(stmt, returns_leave_program, ends)
     if kind == _K.DO_STMT:  # do body while (0): the body, once
         parts = list(stmt.get_children())
         once = len(parts) == 2 and _constant(parts[1]) == 0
-        return statement_flow(parts[0], returns_leave_program) if once else Flow.OTHER
+        return statement_flow(parts[0], returns_leave_program, ends) if once else Flow.OTHER
     if kind == _K.COMPOUND_STMT:
-        flows = {statement_flow(s, returns_leave_program) for s in stmt.get_children()}
-        return Flow.OTHER if Flow.OTHER in flows else Flow.NEXT_OR_EXIT if Flow.NEXT_OR_EXIT in flows else Flow.NEXT
-    return Flow.NEXT if _plain(stmt) else Flow.OTHER
+        return weakest_flow(statement_flow(s, returns_leave_program, ends) for s in stmt.get_children())
+    return _plain(stmt, ends)
 
 
-def _error_check(stmt: ci.Cursor, returns_leave_program: bool) -> bool:
-    """``stmt`` (an ``if``) is ``if (condition) { ...; exit(1); }``: no ``else``, no
-    init-statement or condition variable, a plain condition, and a branch of statements
-    that pass control on and whose last leaves the program."""
+def _error_check(stmt: ci.Cursor, returns_leave_program: bool, ends: ProgramEnds) -> Flow:
+    """``stmt`` (an ``if``) as an error check ``if (condition) { ...; exit(1); }``: no
+    ``else``, no init-statement or condition variable, a plain condition, and a branch of
+    statements that pass control on and whose last leaves the program; Flow.OTHER when it
+    is not one."""
     # libclang lists a condition variable and an init-statement, if any, then the condition,
     # the branch and the else branch, if any: two parts are a condition and a branch
     parts = list(stmt.get_children())
-    if len(parts) != 2 or not parts[0].kind.is_expression() or not _plain(parts[0]):
-        return False
+    if len(parts) != 2 or not parts[0].kind.is_expression():
+        return Flow.OTHER
     branch = parts[1]
     body = list(branch.get_children()) if branch.kind == _K.COMPOUND_STMT else [branch]
-    return bool(body) and _leaves_program(body[-1], returns_leave_program) and \
-        all(statement_flow(s, returns_leave_program) is not Flow.OTHER for s in body[:-1])
+    if not body:
+        return Flow.OTHER
+    leaving = _leaves_program(body[-1], returns_leave_program, ends)
+    if leaving is Flow.OTHER:
+        return Flow.OTHER
+    return weakest_flow([_plain(parts[0], ends), leaving,
+                     *(statement_flow(s, returns_leave_program, ends) for s in body[:-1])])
 
 
-def _leaves_program(stmt: ci.Cursor, returns_leave_program: bool) -> bool:
-    """``stmt`` is a call of a function that leaves the program, or ``return`` in
-    ``main``, with nothing that jumps inside its operands."""
+def _leaves_program(stmt: ci.Cursor, returns_leave_program: bool, ends: ProgramEnds) -> Flow:
+    """Whether ``stmt`` is a call of a function that leaves the program, or ``return`` in
+    ``main``, with nothing that jumps inside its operands: Flow.NEXT_OR_EXIT, or
+    Flow.OBSERVED_EXIT when the way it leaves runs code of the program's own; Flow.OTHER
+    when it is not."""
     if stmt.kind == _K.RETURN_STMT:
-        return returns_leave_program and all(_plain(operand) for operand in stmt.get_children())
-    return _leaving_call(stmt) and not _holds_control(stmt)
+        if not returns_leave_program:
+            return Flow.OTHER
+        operands = weakest_flow(_plain(operand, ends) for operand in stmt.get_children())
+        if operands is Flow.OTHER:
+            return Flow.OTHER
+        return Flow.OBSERVED_EXIT if ends.observed(Ending.RETURN) else weakest_flow([operands, Flow.NEXT_OR_EXIT])
+    if not _leaving_call(stmt) or _holds_control(stmt):
+        return Flow.OTHER
+    # the leaving function's own ending (none for _Exit), and those of its argument
+    return Flow.OBSERVED_EXIT if ends.observed_among(endings(stmt, ends)) else Flow.NEXT_OR_EXIT
 
 
 def _leaving_call(node: ci.Cursor) -> bool:
@@ -94,11 +124,17 @@ def _leaving_call(node: ci.Cursor) -> bool:
         and callee.location.is_in_system_header
 
 
-def _plain(node: ci.Cursor) -> bool:
-    """A declaration, an expression or an empty statement after which control goes on."""
+def _plain(node: ci.Cursor, ends: ProgramEnds) -> Flow:
+    """Flow.NEXT for a declaration, an expression or an empty statement after which control
+    goes on; Flow.OBSERVED_EXIT when, on the way, a call may leave the program in a way its
+    own code observes; Flow.OTHER for anything else."""
     if node.kind not in (_K.DECL_STMT, _K.NULL_STMT) and not node.kind.is_expression():
-        return False
-    return not _leaving_call(node) and node.kind != _K.CXX_THROW_EXPR and not _holds_control(node)
+        return Flow.OTHER
+    if _leaving_call(node) or node.kind == _K.CXX_THROW_EXPR or _holds_control(node):
+        return Flow.OTHER
+    if ends.observers and ends.observed_among(endings(node, ends)):
+        return Flow.OBSERVED_EXIT
+    return Flow.NEXT
 
 
 def _holds_control(node: ci.Cursor) -> bool:

@@ -11,7 +11,8 @@ apart with the reason.
 Control flow is read from clang's AST (``analysis.statement_flow``): two launches are in
 straight-line code when they are statements of the same braces, the first before the
 second, and every statement between them passes control on to the next one or leaves
-the program (an error check). Whatever the AST does not prove so ends the region.
+the program (an error check) without running code of the program's own on the way out
+(``analysis.program_ends``). Whatever the AST does not prove so ends the region.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from sirius.analysis.host_model import HostStatement
 from sirius.analysis.host_observation import WAITING_SYNCS, Observer, observes_nothing, sync_observers
 from sirius.analysis.program_model import ProgramModel
 from sirius.analysis.source_index import LaunchSite, SourceIndex
-from sirius.analysis.statement_flow import Flow
+from sirius.analysis.statement_flow import Flow, weakest_flow
 from sirius.fusion.fragments import fragment_problem
 from sirius.fusion.schedule import Problem, Refusal, RefusalKind, Region
 
@@ -30,7 +31,7 @@ def find_regions(model: ProgramModel) -> tuple[list[Region], list[Refusal]]:
     one another is kept apart where a region ends between them: a host statement
     (copy, memset, synchronization the host may observe device work through, a call
     the model does not see into, ...), a different host loop nest or host function,
-    or control flow in the source (see ``_straight_between``). A synchronization that observes nothing
+    or control flow in the source (see ``_flow_between``). A synchronization that observes nothing
     (``analysis.host_observation``) stays where it is and does not end a region."""
     stmts = model.host.statements
     inst = model.instances()
@@ -103,17 +104,25 @@ def _separator(index: SourceIndex, stmts, inst, previous: int | None, launch: Ho
     if a.site.function != b.site.function:
         return Problem(RefusalKind.HOST_FUNCTION,
                        f"they are in different host functions ({a.site.function}, {b.site.function})")
-    if not _straight_between(index, a.site, b.site):
+    flow = _flow_between(index, a.site, b.site)
+    if flow is Flow.OBSERVED_EXIT:
+        observer = index.end_observers[0]
+        return Problem(RefusalKind.CONTROL_FLOW,
+                       "the program may leave between them and runs code of its own as it leaves "
+                       f"({observer.what} at line {observer.line}), which may see the first launch's results")
+    if flow is Flow.OTHER:
         return Problem(RefusalKind.CONTROL_FLOW, "control flow between them in the source")
     return None
 
 
-def _straight_between(index: SourceIndex, a: LaunchSite, b: LaunchSite) -> bool:
-    """Control runs from launch ``a`` to launch ``b`` through nothing but statements that
-    pass it on, or leave the program on the way (an error check: on that path no later
-    statement observes what ``a`` did, so deferring it to a fused launch is invisible).
-    Both must be statements of the same braces, ``a`` first."""
+def _flow_between(index: SourceIndex, a: LaunchSite, b: LaunchSite) -> Flow:
+    """How control runs from launch ``a`` to launch ``b``, the launches included (their
+    arguments are evaluated where the fused launch is): Flow.NEXT or Flow.NEXT_OR_EXIT when
+    through nothing but statements that pass it on, or leave the program on the way (an
+    error check: on that path no later statement observes what ``a`` did, so deferring it
+    to a fused launch is invisible); Flow.OBSERVED_EXIT when the program runs code of its
+    own as it leaves (an ``atexit`` handler, a ``catch``), which may observe it; Flow.OTHER
+    for anything else. Both must be statements of the same braces, ``a`` first."""
     if a.block is None or a.block != b.block or a.position >= b.position:
-        return False
-    between = index.host_blocks[a.block].flows[a.position + 1:b.position]
-    return all(flow is not Flow.OTHER for flow in between)
+        return Flow.OTHER
+    return weakest_flow(index.host_blocks[a.block].flows[a.position:b.position + 1])

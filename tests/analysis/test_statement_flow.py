@@ -15,6 +15,9 @@ pytestmark = pytest.mark.toolchain
 PROGRAM = r"""#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
+#include <csignal>
+#include <vector>
+PRELUDE
 namespace mine { void exit(int); }
 __global__ void k(float* x) { x[threadIdx.x] += 1.0f; }
 __attribute__((noinline)) int helper(float* x, int bad) {
@@ -40,11 +43,14 @@ LAMBDA
 """
 
 
-def flows_between(tmp_path, main: str = "", helper: str = "", lambda_: str = "") -> dict[str, tuple[Flow, ...]]:
+def flows_between(tmp_path, main: str = "", helper: str = "", lambda_: str = "",
+                  prelude: str = "") -> dict[str, tuple[Flow, ...]]:
     """The flows of the statements between the two launches of main, of the helper and of
-    the lambda in main, each written with the given statement between its launches."""
+    the lambda in main, each written with the given statement between its launches, and
+    ``prelude`` before them all."""
     path = tmp_path / "flows.cu"
-    path.write_text(PROGRAM.replace("MAIN", main).replace("HELPER", helper).replace("LAMBDA", lambda_))
+    path.write_text(PROGRAM.replace("MAIN", main).replace("HELPER", helper).replace("LAMBDA", lambda_)
+                    .replace("PRELUDE", prelude))
     index = build_source_index(CompileJob(path, CompileFlags(), resolve_toolchain()))
     out = {}
     for name, (a, b) in (("helper", index.launches[0:2]), ("main", index.launches[2:4]),
@@ -82,3 +88,46 @@ def test_return_leaves_the_program_only_in_main(tmp_path):
     check = "  if (bad) return 1;"
     flows = flows_between(tmp_path, main=check, helper=check, lambda_=check.replace("return 1", "return"))
     assert flows == {"main": (Flow.NEXT_OR_EXIT,), "helper": (Flow.OTHER,), "lambda": (Flow.OTHER,)}
+
+
+REPORT = "static void report() { puts(\"report\"); }\n"
+ATEXIT = REPORT + "static int registered = atexit(report);\n"
+LOGGER = "struct Logger { ~Logger() { puts(\"bye\"); } };\n"
+THROWS = "static void check(int c) { if (c) throw std::runtime_error(\"bad\"); }\n"
+CATCHES = "static int guarded() { try { check(0); return 0; } catch (...) { return 1; } }\n"
+EXITS = "static void die_if(int c) { if (c) { puts(\"dying\"); exit(2); } }\n"
+
+
+@pytest.mark.parametrize("prelude, statement, flow", [
+    # code of the program's own runs at exit: an early exit may show what ran before it
+    (ATEXIT, "  if (bad) { fprintf(stderr, \"bad\\n\"); exit(1); }", (Flow.OBSERVED_EXIT,)),
+    (ATEXIT, "  if (bad) return 1;", (Flow.OBSERVED_EXIT,)),
+    (ATEXIT, "  if (bad) _Exit(1);", (Flow.NEXT_OR_EXIT,)),  # runs no handler
+    (ATEXIT, "  if (bad) quick_exit(1);", (Flow.NEXT_OR_EXIT,)),
+    (ATEXIT, "  if (bad) abort();", (Flow.NEXT_OR_EXIT,)),
+    (REPORT + "static int registered = at_quick_exit(report);\n", "  if (bad) quick_exit(1);", (Flow.OBSERVED_EXIT,)),
+    (REPORT + "static int registered = at_quick_exit(report);\n", "  if (bad) exit(1);", (Flow.NEXT_OR_EXIT,)),
+    (LOGGER + "static Logger logger;\n", "  if (bad) exit(1);", (Flow.OBSERVED_EXIT,)),  # destroyed at exit
+    (LOGGER + "static Logger logger;\n", "  if (bad) quick_exit(1);", (Flow.NEXT_OR_EXIT,)),
+    (LOGGER, "  if (bad) exit(1);", (Flow.NEXT_OR_EXIT,)),  # a type with a destructor, no object of it
+    ("static std::vector<float> samples;\n", "  if (bad) exit(1);", (Flow.NEXT_OR_EXIT,)),  # frees memory only
+    ("static void on_abort(int) { puts(\"aborted\"); }\nstatic auto old = signal(SIGABRT, on_abort);\n",
+     "  if (bad) abort();", (Flow.OBSERVED_EXIT,)),
+    # a call that may leave the program: observed or not
+    (ATEXIT + EXITS, "  die_if(bad);", (Flow.OBSERVED_EXIT,)),
+    (EXITS, "  die_if(bad);", (Flow.NEXT,)),
+    (THROWS + CATCHES, "  check(bad);", (Flow.OBSERVED_EXIT,)),  # a catch may see what ran
+    (THROWS, "  check(bad);", (Flow.NEXT,)),  # uncaught: terminate, nothing of the program's runs
+    (THROWS + CATCHES, "  printf(\"%d\\n\", bad);", (Flow.NEXT,)),  # C functions do not throw
+    (THROWS + CATCHES, "  float* y = new float[4]; (void)y;", (Flow.OBSERVED_EXIT, Flow.NEXT)),  # bad_alloc
+])
+def test_an_early_exit_that_runs_the_programs_own_code_is_observed(tmp_path, prelude, statement, flow):
+    assert flows_between(tmp_path, main=statement, prelude=prelude)["main"] == flow
+
+
+def test_main_s_own_objects_are_destroyed_when_main_returns_not_at_exit(tmp_path):
+    logger = "  Logger here;\n  if (bad) return 1;\n  if (bad) exit(1);"
+    flows = flows_between(tmp_path, main=logger, prelude=LOGGER)["main"]
+    assert flows[1:] == (Flow.OBSERVED_EXIT, Flow.NEXT_OR_EXIT)
+    samples = "  std::vector<float> samples(4);\n  auto sum = [=] { return samples[0]; };\n  if (bad) return 1;"
+    assert flows_between(tmp_path, main=samples)["main"][-1] == Flow.NEXT_OR_EXIT
