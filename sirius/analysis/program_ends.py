@@ -13,8 +13,9 @@ and by what:
 - ``Ending.QUICK_EXIT`` (``quick_exit``): handlers registered with ``at_quick_exit``.
 - ``Ending.ABORT`` (``abort``, a failed ``assert``, ``std::terminate``): signal handlers
   installed with ``signal`` or ``sigaction``; a terminate handler.
-- ``Ending.THROW`` (an exception): a ``try`` of the program's own (a catch may observe
-  what ran before the throw); a terminate handler.
+- ``Ending.THROW`` (an exception, or ``longjmp``): a ``try`` of the program's own (a catch
+  may observe what ran before the throw), a terminate handler; a ``setjmp`` (where a
+  ``longjmp`` lands).
 
 ``_Exit`` runs nothing of the program's. A destructor counts unless the type's destructors
 run only library code that frees host memory (``_only_frees_host_memory``).
@@ -50,13 +51,17 @@ ALL_ENDINGS = frozenset(Ending)
 
 # the C library's functions that end the program, and the ending each is
 _LEAVING = {"exit": Ending.EXIT, "quick_exit": Ending.QUICK_EXIT, "abort": Ending.ABORT,
-            "__assert_fail": Ending.ABORT, "__assert_rtn": Ending.ABORT, "terminate": Ending.ABORT}
+            "__assert_fail": Ending.ABORT, "__assert_rtn": Ending.ABORT, "terminate": Ending.ABORT,
+            "longjmp": Ending.THROW, "_longjmp": Ending.THROW, "siglongjmp": Ending.THROW,
+            "__longjmp_chk": Ending.THROW}
 
 # functions that register code to run at an ending, and the endings it runs at
 _REGISTERING = {"atexit": (Ending.EXIT, Ending.RETURN), "on_exit": (Ending.EXIT, Ending.RETURN),
                 "__cxa_atexit": (Ending.EXIT, Ending.RETURN), "at_quick_exit": (Ending.QUICK_EXIT,),
                 "signal": (Ending.ABORT,), "sigaction": (Ending.ABORT,), "bsd_signal": (Ending.ABORT,),
-                "set_terminate": (Ending.ABORT, Ending.THROW)}
+                "set_terminate": (Ending.ABORT, Ending.THROW),
+                "setjmp": (Ending.THROW,), "_setjmp": (Ending.THROW,), "sigsetjmp": (Ending.THROW,),
+                "__sigsetjmp": (Ending.THROW,)}
 
 # standard classes whose destructors may run code of the program's whatever their
 # arguments: a type-erased deleter or callable, a thread (terminate when joinable)

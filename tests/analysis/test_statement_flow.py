@@ -16,6 +16,7 @@ PROGRAM = r"""#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <csignal>
+#include <csetjmp>
 #include <vector>
 PRELUDE
 namespace mine { void exit(int); }
@@ -120,6 +121,8 @@ EXITS = "static void die_if(int c) { if (c) { puts(\"dying\"); exit(2); } }\n"
     (THROWS, "  check(bad);", (Flow.NEXT,)),  # uncaught: terminate, nothing of the program's runs
     (THROWS + CATCHES, "  printf(\"%d\\n\", bad);", (Flow.NEXT,)),  # C functions do not throw
     (THROWS + CATCHES, "  float* y = new float[4]; (void)y;", (Flow.OBSERVED_EXIT, Flow.NEXT)),  # bad_alloc
+    ("static jmp_buf restart;\nstatic void bail(int c) { if (c) longjmp(restart, 1); }\n"
+     "static int armed() { return setjmp(restart); }\n", "  bail(bad);", (Flow.OBSERVED_EXIT,)),
 ])
 def test_an_early_exit_that_runs_the_programs_own_code_is_observed(tmp_path, prelude, statement, flow):
     assert flows_between(tmp_path, main=statement, prelude=prelude)["main"] == flow
