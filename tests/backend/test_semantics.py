@@ -23,6 +23,7 @@ pytestmark = [pytest.mark.toolchain, requires_clang]
         ("atomics.cu", ["atomics: OK"]),
         ("half.cu", ["half: OK"]),
         ("tvm_style.cu", ["tvm style: OK"]),
+        ("runtime_outside_main.cu", ["in main: OK", "after main: OK"]),
     ],
 )
 def test_program_checks_pass(program, expected):

@@ -281,7 +281,12 @@ struct StackRange {
   uintptr_t guard_lo, lo, hi;
 };
 static std::mutex g_stack_mutex;
-static std::vector<StackRange> g_stacks;  // for telling stack overflows apart
+// The runtime's state is built on first use and never destroyed: a program's static
+// initializers may call the runtime before this file's run, its atexit handlers after.
+static std::vector<StackRange>& stack_ranges() {  // for telling stack overflows apart
+  static auto& ranges = *new std::vector<StackRange>();
+  return ranges;
+}
 
 static void install_altstack() {
   size_t size = 64 * 1024;
@@ -320,7 +325,7 @@ static char* get_stack(Worker& w) {
   mprotect(mem, guard, PROT_NONE);
   {
     std::lock_guard<std::mutex> lock(g_stack_mutex);
-    g_stacks.push_back({(uintptr_t)mem, (uintptr_t)mem + guard, (uintptr_t)mem + guard + size});
+    stack_ranges().push_back({(uintptr_t)mem, (uintptr_t)mem + guard, (uintptr_t)mem + guard + size});
   }
   return mem + guard;
 }
@@ -356,7 +361,10 @@ static void fill_poison(void* p, size_t bytes, unsigned word) {
 // is given a pointer), makes the limit unknown (no error is then reported).
 static const size_t kDefaultShared = 48 * 1024;
 static std::mutex g_opt_in_lock;
-static std::map<std::string, size_t> g_opt_in;
+static std::map<std::string, size_t>& opted_in_shared() {
+  static auto& opted_in = *new std::map<std::string, size_t>();
+  return opted_in;
+}
 static bool g_opt_in_unattributed = false;
 
 static std::string kernel_spelling(const std::string& text) {
@@ -384,7 +392,7 @@ cudaError_t opt_in_dynamic_shared(const char* args_text, int bytes) {
   }
   std::lock_guard<std::mutex> lock(g_opt_in_lock);
   bool plain = !name.empty() && name.find_first_of("()*") == std::string::npos;
-  if (plain) g_opt_in[name] = (size_t)bytes;
+  if (plain) opted_in_shared()[name] = (size_t)bytes;
   else g_opt_in_unattributed = true;
   return cudaSuccess;
 }
@@ -396,15 +404,15 @@ static bool opted_in_shared(const LaunchBase* L, size_t* allowed, bool* known) {
   std::string name = kernel_spelling(L->name);
   *known = !g_opt_in_unattributed && std::strcmp(L->name, "cudaLaunchKernel") != 0 &&
            std::strcmp(L->name, "cudaLaunchCooperativeKernel") != 0;
-  auto it = g_opt_in.find(name);
-  if (it == g_opt_in.end()) {
+  auto it = opted_in_shared().find(name);
+  if (it == opted_in_shared().end()) {
     std::string base = kernel_base_name(name);
-    it = std::find_if(g_opt_in.begin(), g_opt_in.end(),
+    it = std::find_if(opted_in_shared().begin(), opted_in_shared().end(),
                       [&](const auto& e) {
                         return !base.empty() && kernel_base_name(e.first) == base;
                       });
   }
-  if (it == g_opt_in.end()) return false;
+  if (it == opted_in_shared().end()) return false;
   *allowed = it->second;
   return true;
 }
@@ -982,28 +990,31 @@ struct Pool {
   std::mutex out_mutex;
   std::vector<std::pair<unsigned long long, std::string>> outputs;
 };
-static Pool& g_pool = *new Pool();  // never destroyed: pool threads outlive main()
+static Pool& worker_pool() {
+  static Pool& pool = *new Pool();  // never destroyed: pool threads outlive main()
+  return pool;
+}
 
 // printf output of block b, written in block order when the launch ends.
 static void keep_output(Worker& w, unsigned long long b) {
   if (w.out.empty()) return;
-  std::lock_guard<std::mutex> lock(g_pool.out_mutex);
-  g_pool.outputs.push_back({b, std::move(w.out)});
+  std::lock_guard<std::mutex> lock(worker_pool().out_mutex);
+  worker_pool().outputs.push_back({b, std::move(w.out)});
   w.out.clear();
 }
 
 static void write_outputs() {
-  if (g_pool.outputs.empty()) return;
-  std::sort(g_pool.outputs.begin(), g_pool.outputs.end(),
+  if (worker_pool().outputs.empty()) return;
+  std::sort(worker_pool().outputs.begin(), worker_pool().outputs.end(),
             [](auto& a, auto& b) { return a.first < b.first; });
-  for (auto& o : g_pool.outputs) fwrite(o.second.data(), 1, o.second.size(), stdout);
-  g_pool.outputs.clear();
+  for (auto& o : worker_pool().outputs) fwrite(o.second.data(), 1, o.second.size(), stdout);
+  worker_pool().outputs.clear();
 }
 
 static void run_blocks(LaunchBase* L) {
   Worker* w = worker();
   unsigned long long b;
-  while ((b = g_pool.next.fetch_add(1)) < g_pool.nblocks) {
+  while ((b = worker_pool().next.fetch_add(1)) < worker_pool().nblocks) {
     run_block(*w, *L, b);
     keep_output(*w, b);
   }
@@ -1011,16 +1022,16 @@ static void run_blocks(LaunchBase* L) {
 
 static void pool_thread() {
   worker();
-  std::unique_lock<std::mutex> lock(g_pool.m);
+  std::unique_lock<std::mutex> lock(worker_pool().m);
   unsigned long long seen = 0;
   for (;;) {
-    g_pool.start.wait(lock, [&] { return g_pool.generation != seen; });
-    seen = g_pool.generation;
-    LaunchBase* L = g_pool.job;
+    worker_pool().start.wait(lock, [&] { return worker_pool().generation != seen; });
+    seen = worker_pool().generation;
+    LaunchBase* L = worker_pool().job;
     lock.unlock();
     run_blocks(L);
     lock.lock();
-    if (--g_pool.active == 0) g_pool.done.notify_one();
+    if (--worker_pool().active == 0) worker_pool().done.notify_one();
   }
 }
 
@@ -1085,24 +1096,24 @@ cudaError_t run_launch(LaunchBase* L) {
   if (L->cooperative) return run_cooperative(L);
   dim3 g = L->grid;
   unsigned long long nblocks = (unsigned long long)g.x * g.y * g.z;
-  g_pool.job = L;
-  g_pool.nblocks = nblocks;
-  g_pool.next.store(0);
+  worker_pool().job = L;
+  worker_pool().nblocks = nblocks;
+  worker_pool().next.store(0);
   int helpers = (int)std::min<unsigned long long>((unsigned long long)worker_count() - 1, nblocks - 1);
   if (helpers <= 0) {
     run_blocks(L);
   } else {
     {
-      std::lock_guard<std::mutex> lock(g_pool.m);
-      while ((int)g_pool.threads.size() < worker_count() - 1)
-        g_pool.threads.emplace_back(pool_thread), g_pool.threads.back().detach();
-      g_pool.active = (int)g_pool.threads.size();
-      g_pool.generation++;
+      std::lock_guard<std::mutex> lock(worker_pool().m);
+      while ((int)worker_pool().threads.size() < worker_count() - 1)
+        worker_pool().threads.emplace_back(pool_thread), worker_pool().threads.back().detach();
+      worker_pool().active = (int)worker_pool().threads.size();
+      worker_pool().generation++;
     }
-    g_pool.start.notify_all();
+    worker_pool().start.notify_all();
     run_blocks(L);
-    std::unique_lock<std::mutex> lock(g_pool.m);
-    g_pool.done.wait(lock, [] { return g_pool.active == 0; });
+    std::unique_lock<std::mutex> lock(worker_pool().m);
+    worker_pool().done.wait(lock, [] { return worker_pool().active == 0; });
   }
   write_outputs();
   return cudaSuccess;
@@ -1225,7 +1236,10 @@ struct CooperativeGrid {
   // threads of the largest grid.
   std::vector<char*> idle_stacks;
 };
-static CooperativeGrid& g_coop = *new CooperativeGrid();  // pool threads outlive main()
+static CooperativeGrid& cooperative_grid() {
+  static CooperativeGrid& grid = *new CooperativeGrid();  // pool threads outlive main()
+  return grid;
+}
 
 static std::string block_at(const LaunchBase& L, unsigned long long b) {
   char buf[96];
@@ -1251,10 +1265,10 @@ static void grid_barrier_reached(Worker& w, const Barrier& b) {
   w.grid_wait_pending = true;
 }
 
-// With g_coop.m held: once every block has either arrived at the grid
+// With cooperative_grid().m held: once every block has either arrived at the grid
 // barrier or finished, and some finished, the barrier can never release.
 static void check_grid_barrier(const LaunchBase& L) {
-  CooperativeGrid& g = g_coop;
+  CooperativeGrid& g = cooperative_grid();
   if (g.arrived == 0 || g.finished == 0 || g.arrived + g.finished < g.nblocks) return;
   std::string more = g.finished == 1 ? "" : " (and " + std::to_string(g.finished - 1) + " more)";
   fatal("not all blocks reach the grid barrier at %s in kernel '%s': %s finished%s while %llu "
@@ -1264,7 +1278,7 @@ static void check_grid_barrier(const LaunchBase& L) {
 }
 
 static void wait_for_grid(Worker& w, const char* file, int line) {
-  CooperativeGrid& g = g_coop;
+  CooperativeGrid& g = cooperative_grid();
   std::unique_lock<std::mutex> lock(g.m);
   if (g.arrived == 0 || w.block < g.lowest_waiting) {
     g.lowest_waiting = w.block;
@@ -1306,7 +1320,7 @@ bool cooperative_launch() {
 
 static void cooperative_thread(unsigned long long index) {
   Worker* w = worker();
-  CooperativeGrid& g = g_coop;
+  CooperativeGrid& g = cooperative_grid();
   std::unique_lock<std::mutex> lock(g.m);
   unsigned long long seen = 0;
   for (;;) {
@@ -1347,7 +1361,7 @@ static cudaError_t run_cooperative(LaunchBase* L) {
     return launch_failed(L, cudaErrorCooperativeLaunchTooLarge, why);
   }
   log_launch(L->name);
-  CooperativeGrid& g = g_coop;
+  CooperativeGrid& g = cooperative_grid();
   {
     std::lock_guard<std::mutex> lock(g.m);
     while (g.threads < nblocks) std::thread(cooperative_thread, g.threads++).detach();
@@ -1390,7 +1404,7 @@ static void on_crash(int sig, siginfo_t* info, void*) {
   if (w && w->cur && w->launch) {
     uintptr_t addr = (uintptr_t)info->si_addr;
     bool overflow = false;
-    for (const StackRange& s : g_stacks)
+    for (const StackRange& s : stack_ranges())
       if (addr >= s.guard_lo && addr < s.lo) overflow = true;
     char msg[1024];
     if (overflow)
@@ -1425,7 +1439,10 @@ struct Range {
   int kind;
 };
 static std::mutex g_mem_mutex;
-static std::map<uintptr_t, Range> g_ranges;
+static std::map<uintptr_t, Range>& allocations() {  // by start address
+  static auto& ranges = *new std::map<uintptr_t, Range>();
+  return ranges;
+}
 static std::atomic<int> g_last_error{cudaSuccess};
 
 void set_error(cudaError_t e) {
@@ -1438,7 +1455,7 @@ static cudaError_t ret(cudaError_t e) {
 }
 
 // __managed__ variables register during static initialization, perhaps before
-// g_ranges is constructed (see track_managed_variable): their ranges wait here
+// allocations() is constructed (see track_managed_variable): their ranges wait here
 // until the first lookup adopts them.
 static std::vector<std::pair<const void*, size_t>>& pending_variables() {
   static std::vector<std::pair<const void*, size_t>>& v =
@@ -1449,11 +1466,11 @@ static std::vector<std::pair<const void*, size_t>>& pending_variables() {
 // The range holding [p, p + bytes), if any.
 static bool find_range(const void* p, size_t bytes, uintptr_t* base, Range* r) {
   std::lock_guard<std::mutex> lock(g_mem_mutex);
-  for (const auto& v : pending_variables()) g_ranges[(uintptr_t)v.first] = Range{v.second, kManaged};
+  for (const auto& v : pending_variables()) allocations()[(uintptr_t)v.first] = Range{v.second, kManaged};
   pending_variables().clear();
   uintptr_t a = (uintptr_t)p;
-  auto it = g_ranges.upper_bound(a);
-  if (it == g_ranges.begin()) return false;
+  auto it = allocations().upper_bound(a);
+  if (it == allocations().begin()) return false;
   --it;
   if (a < it->first || a + bytes > it->first + it->second.size) return false;
   if (base) *base = it->first;
@@ -1463,7 +1480,7 @@ static bool find_range(const void* p, size_t bytes, uintptr_t* base, Range* r) {
 
 static void add_range(void* p, size_t bytes, int kind) {
   std::lock_guard<std::mutex> lock(g_mem_mutex);
-  g_ranges[(uintptr_t)p] = Range{bytes, kind};
+  allocations()[(uintptr_t)p] = Range{bytes, kind};
 }
 
 cudaError_t symbol_range(const void* symbol, size_t size) {
@@ -1496,10 +1513,10 @@ static cudaError_t release(void* p, bool host) {
   if (!p) return cudaSuccess;
   {
     std::lock_guard<std::mutex> lock(g_mem_mutex);
-    auto it = g_ranges.find((uintptr_t)p);
-    if (it == g_ranges.end() || (it->second.kind == kPinned) != host)
+    auto it = allocations().find((uintptr_t)p);
+    if (it == allocations().end() || (it->second.kind == kPinned) != host)
       return ret(cudaErrorInvalidValue);
-    g_ranges.erase(it);
+    allocations().erase(it);
   }
   free(p);
   return cudaSuccess;
@@ -1674,7 +1691,7 @@ cudaError_t memcpy2d_impl(const char* text, const char* file, int line, int code
 
 static struct Init {
   Init() {
-    g_stacks.reserve(1 << 16);  // the crash handler reads it: avoid moving it
+    stack_ranges().reserve(1 << 16);  // the crash handler reads it: avoid moving it
     worker();
     struct sigaction sa;
     std::memset(&sa, 0, sizeof sa);
@@ -1783,9 +1800,9 @@ cudaError_t cudaHostRegister(void* ptr, size_t bytes, unsigned int) {
 }
 cudaError_t cudaHostUnregister(void* ptr) {
   std::lock_guard<std::mutex> lock(g_mem_mutex);
-  auto it = g_ranges.find((uintptr_t)ptr);
-  if (it == g_ranges.end() || it->second.kind != kRegistered) return ret(cudaErrorInvalidValue);
-  g_ranges.erase(it);
+  auto it = allocations().find((uintptr_t)ptr);
+  if (it == allocations().end() || it->second.kind != kRegistered) return ret(cudaErrorInvalidValue);
+  allocations().erase(it);
   return cudaSuccess;
 }
 cudaError_t cudaHostGetDevicePointer(void** dev, void* host, unsigned int) {
