@@ -177,6 +177,7 @@ class HostStatement:
     src: ArgValue | None = None
     bytes: Expr | None = None
     call: str | None = None  # the function called (runtime function, or the program's own helper)
+    launches_kernels: bool = False  # an opaque call of the program's own function that launches kernels
     inlined_from: str | None = None  # the program's function the compiler inlined it from, called at ``line``
     written_at: tuple[tuple[int, str | None], ...] = ()  # (line, file) where written, innermost first (ir.Instr)
     written_in: tuple[str, ...] = ()  # the function each of ``written_at`` lies in
@@ -712,7 +713,8 @@ class _HostModelBuilder:
                 if self._descended(ins, callee, nest, domain):
                     return
                 self.launching_calls.append(callee)
-            self._opaque(ins, self._readable(callee), nest, domain, f"the function {effect}")
+            self._opaque(ins, self._readable(callee), nest, domain, f"the function {effect}",
+                         launches_kernels=effect == "launches kernels")
         else:
             self._opaque(ins, self._readable(callee), nest, domain)
 
@@ -767,10 +769,12 @@ class _HostModelBuilder:
                 break
         return readable[:cut]
 
-    def _opaque(self, ins: Instr, what: str, nest, domain, detail: str = "not understood") -> None:
+    def _opaque(self, ins: Instr, what: str, nest, domain, detail: str = "not understood",
+                launches_kernels: bool = False) -> None:
         """A call the model does not see into: it may read and write all device memory."""
         self.statements.append(HostStatement(len(self.statements), "opaque", ins.line, nest, domain,
-                                             detail=detail, call=what, inlined_from=ins.inlined_from))
+                                             detail=detail, call=what, inlined_from=ins.inlined_from,
+                                             launches_kernels=launches_kernels))
 
     def _symbol(self, symbol: Value, offset: Value | None) -> ArgValue:
         """The device global a ``cudaMemcpy*Symbol`` names (the host shadow shares its name)."""

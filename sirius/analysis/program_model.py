@@ -133,6 +133,9 @@ class ProgramModel:
     managed_variables: dict[str, int | None] = field(default_factory=dict)  # those __managed__: name -> line
     kernel_decls: dict[str, KernelDecl] = field(default_factory=dict)  # by mangled device name
     arch: str = "sm_90"  # the GPU architecture the program is compiled for
+    # how often the modelled entry runs in one run of the program: 1 for main; for the
+    # helper main calls to issue every launch, the runs of those calls (None: unknown)
+    entry_runs: int | None = 1
 
     def instances(self) -> dict[int, LaunchInstance]:
         """The launch instances by the index of their launch statement."""
@@ -322,12 +325,15 @@ def analyze_program(job: CompileJob, entry: str = "main",
         host, fn, alloc_name, kernel_of_stub, outer, frozenset(globals_), demangle, frozenset(managed), descend)
     host_model = build(entry_ir, callers)
     chain = [entry_ir]
+    entry_runs: int | None = 1
     while not host_model.launches and len(chain) < 4:
         # the entry only calls one helper that launches everything (generated programs
         # do, sometimes through another helper): model that helper, its parameters
         # bound through the chain of calls to the outermost allocations
         if len(host_model.launching_calls) != 1:
             break
+        calls = [statement_runs(s) for s in host_model.statements if s.kind == "opaque" and s.launches_kernels]
+        entry_runs = None if entry_runs is None or None in calls else entry_runs * sum(calls)
         callers, chain = callers + (chain[-1],), chain + [host_model.launching_calls[0]]
         host_model = build(chain[-1], callers)
     if host_model.launching_calls:
@@ -350,7 +356,7 @@ def analyze_program(job: CompileJob, entry: str = "main",
                             if helpers else ""))
     model = ProgramModel(str(job.path), kernels, host_model, source, notes=list(host_model.notes),
                          device_globals=globals_, managed_variables=managed, kernel_decls=kernel_decls,
-                         arch=job.flags.arch)
+                         arch=job.flags.arch, entry_runs=entry_runs)
     for stmt in host_model.launches:
         kernel = kernels.get(stmt.kernel or "")
         if kernel is None:
@@ -592,6 +598,14 @@ def statement_runs(stmt: HostStatement) -> int | None:
 
 
 def launch_count(model: ProgramModel) -> int | None:
-    """Launches in one run of the program (host loop domains counted), if all are bounded."""
-    runs = [statement_runs(inst.statement) for inst in model.launches]
-    return None if any(r is None for r in runs) else sum(runs)
+    """Launches in one run of the program (host loop domains and the runs of the entry
+    counted), if all are bounded."""
+    return per_program_run(model, [statement_runs(inst.statement) for inst in model.launches])
+
+
+def per_program_run(model: ProgramModel, counts: list[int | None]) -> int | None:
+    """The sum of ``counts``, each per run of the modelled entry, in one run of the
+    program (None when one of them, or the entry's runs, is unknown)."""
+    if model.entry_runs is None or any(c is None for c in counts):
+        return None
+    return model.entry_runs * sum(counts)

@@ -148,3 +148,29 @@ def test_a_helper_called_at_two_lines_keeps_its_launches_as_written(main_and_hel
     assert ("not fused: scale (line 49): its launch expression cannot be rewritten: it is written once in normalize "
             "(line 49), which the program runs from 2 calls") in once.stdout, once.stdout
     assert "scale (line 49) -> shift" not in once.stdout, once.stdout
+
+
+def test_the_launches_of_a_helper_main_calls_are_counted_for_each_call(tmp_path):
+    """main launches nothing itself and calls one helper, in a loop and once more: the
+    helper is modelled, and each of its launches runs once per call (4 calls, 8 launches)."""
+    program = tmp_path / "calls.cu"
+    program.write_text(r"""#include <cuda_runtime.h>
+#define N 512
+__global__ void add(const float* x, float* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] += x[i]; }
+__global__ void twice(const float* x, float* z, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) z[i] = 2 * x[i]; }
+static void step(const float* x, float* y, float* z) {
+  add<<<N / 128, 128>>>(x, y, N);
+  twice<<<N / 128, 128>>>(x, z, N);
+}
+int main() {
+  float *x, *y, *z;
+  cudaMalloc(&x, N * 4); cudaMalloc(&y, N * 4); cudaMalloc(&z, N * 4);
+  for (int t = 0; t < 3; ++t) step(x, y, z);
+  step(x, y, z);
+  cudaDeviceSynchronize();
+  return 0;
+}
+""")
+    proc = sirius("analyze", str(program))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "launches (2 launch statements, 8 launches per run)" in proc.stdout, proc.stdout
