@@ -37,6 +37,9 @@ def _not_a_fragment(model: ProgramModel, inst: LaunchInstance) -> str | None:
         return "launch expression not found in the source" + (
             f" (it is in {stmt.inlined_from}, which the compiler inlined at line {stmt.line})"
             if stmt.inlined_from else "")
+    if site.macro is not None:  # (its arguments have no text of their own: checked first)
+        return (f"launch is written through the macro {site.macro}; its expansion cannot be rewritten "
+                "in the source")
     if any(a.rstrip().endswith("...") for a in site.args):
         return "an argument is a parameter pack expansion"
     written = [a for a in site.args if a.strip()]  # libclang lists default arguments with no text
@@ -50,9 +53,6 @@ def _not_a_fragment(model: ProgramModel, inst: LaunchInstance) -> str | None:
         return f"the kernel cannot be written as a fragment: {decl.unwritable}"
     if model.source.visible_from(decl) is None:
         return f"the kernel is defined in {decl.range.file}, whose #include was not found in the program"
-    if site.macro is not None:
-        return (f"launch is written through the macro {site.macro}; its expansion cannot be rewritten "
-                "in the source")
     if not site.statement:
         return "launch is not a statement of its own inside braces"
     if k.unsupported:

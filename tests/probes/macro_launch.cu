@@ -1,7 +1,8 @@
 // Probe: launches written through a function-like macro with __VA_ARGS__.
 // scale then shift, element-wise, same shape: a plain vertical fusion.
-// Correct outcome: the optimized program compiles (nvcc and clang) and its
-// results equal the original's.
+// Correct outcome: the launches are left as written, with the macro as the reason (the
+// expansion cannot be rewritten where it is written); the program compiles (nvcc and
+// clang) and its results equal the original's.
 #include <cstdio>
 #include <cuda_runtime.h>
 
