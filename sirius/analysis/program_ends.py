@@ -7,12 +7,20 @@ print it. This module finds, once per translation unit, which ways of leaving ar
 and by what:
 
 - ``Ending.EXIT`` (``exit``): handlers registered with ``atexit``, ``on_exit`` or
-  ``__cxa_atexit``; destructors of objects of static or thread storage duration.
-- ``Ending.RETURN`` (``return`` in ``main``): those, and destructors of ``main``'s own
-  objects.
+  ``__cxa_atexit`` (called, or their address taken); functions marked
+  ``__attribute__((destructor))``; destructors of objects of static or thread storage
+  duration.
+- ``Ending.RETURN`` (``return`` in ``main``): those, and destructors (or
+  ``__attribute__((cleanup))`` functions) of ``main``'s own objects.
 - ``Ending.QUICK_EXIT`` (``quick_exit``): handlers registered with ``at_quick_exit``.
-- ``Ending.ABORT`` (``abort``, a failed ``assert``, ``std::terminate``): signal handlers
-  installed with ``signal`` or ``sigaction``; a terminate handler.
+- ``Ending.ABORT`` (``abort``, a failed ``assert``, ``std::terminate``, an uncaught
+  exception): a handler of SIGABRT installed with ``signal`` or ``sigaction``; a terminate
+  handler.
+- ``Ending.SIGNAL`` (``raise``, ``kill``): a handler of any signal.
+- ``Ending.TRAP`` (a statement that faults: a division by zero, a bad pointer, a floating
+  point trap): a handler of SIGFPE, SIGSEGV, SIGBUS, SIGILL, SIGTRAP or SIGSYS (or of a
+  signal whose number is not a constant). Then every statement that may fault ends a
+  region: a call, a division, a dereference (``may_trap``).
 - ``Ending.THROW`` (an exception, or ``longjmp``): a ``try`` of the program's own (a catch
   may observe what ran before the throw), a terminate handler; a ``setjmp`` (where a
   ``longjmp`` lands).
@@ -45,6 +53,8 @@ class Ending(Enum):
     QUICK_EXIT = "quick_exit"
     ABORT = "abort"
     THROW = "an exception"
+    SIGNAL = "a signal the program raises"  # raise(), kill(): the handler runs there
+    TRAP = "a trap"  # a statement that faults (SIGFPE, SIGSEGV, SIGBUS, SIGILL): the handler runs there
 
 
 ALL_ENDINGS = frozenset(Ending)
@@ -53,15 +63,21 @@ ALL_ENDINGS = frozenset(Ending)
 _LEAVING = {"exit": Ending.EXIT, "quick_exit": Ending.QUICK_EXIT, "abort": Ending.ABORT,
             "__assert_fail": Ending.ABORT, "__assert_rtn": Ending.ABORT, "terminate": Ending.ABORT,
             "longjmp": Ending.THROW, "_longjmp": Ending.THROW, "siglongjmp": Ending.THROW,
-            "__longjmp_chk": Ending.THROW}
+            "__longjmp_chk": Ending.THROW, "raise": Ending.SIGNAL, "kill": Ending.SIGNAL,
+            "killpg": Ending.SIGNAL, "pthread_kill": Ending.SIGNAL, "tgkill": Ending.SIGNAL}
 
 # functions that register code to run at an ending, and the endings it runs at
 _REGISTERING = {"atexit": (Ending.EXIT, Ending.RETURN), "on_exit": (Ending.EXIT, Ending.RETURN),
                 "__cxa_atexit": (Ending.EXIT, Ending.RETURN), "at_quick_exit": (Ending.QUICK_EXIT,),
-                "signal": (Ending.ABORT,), "sigaction": (Ending.ABORT,), "bsd_signal": (Ending.ABORT,),
                 "set_terminate": (Ending.ABORT, Ending.THROW),
                 "setjmp": (Ending.THROW,), "_setjmp": (Ending.THROW,), "sigsetjmp": (Ending.THROW,),
                 "__sigsetjmp": (Ending.THROW,)}
+_SIGNAL_HANDLERS = frozenset({"signal", "sigaction", "bsd_signal", "sigset", "sysv_signal"})
+# signals a statement of the program raises by itself (Linux numbers): SIGILL, SIGTRAP,
+# SIGABRT, SIGBUS, SIGFPE, SIGSEGV, SIGSYS; a handler of another (SIGINT, ...) runs only
+# when the program raises it or at a time nothing fixes
+_SIGABRT = 6
+_TRAPS = frozenset({4, 5, 7, 8, 11, 31})
 
 # standard classes whose destructors may run code of the program's whatever their
 # arguments: a type-erased deleter or callable, a thread (terminate when joinable)
@@ -94,6 +110,10 @@ class ProgramEnds:
         return next((o for o in self.observers if ending in o.endings), None)
 
     def observed_among(self, endings: frozenset[Ending]) -> EndObserver | None:
+        """What runs code of the program's own at one of ``endings``; an exception no catch
+        of the program takes ends in ``std::terminate``, which aborts."""
+        if Ending.THROW in endings:
+            endings = endings | {Ending.ABORT}
         return next((o for o in self.observers if endings.intersection(o.endings)), None)
 
 
@@ -102,6 +122,8 @@ def program_ends(tu: ci.TranslationUnit) -> ProgramEnds:
     functions are skipped (they register nothing)."""
     observers: list[EndObserver] = []
 
+    callees: set[int] = set()  # offsets of the names of registering functions that calls call
+
     def visit(cursor: ci.Cursor, in_main: bool) -> None:
         for c in cursor.get_children():
             if c.location.file is None or c.location.is_in_system_header:
@@ -109,16 +131,24 @@ def program_ends(tu: ci.TranslationUnit) -> ProgramEnds:
             kind = c.kind
             if kind in _FUNCTIONS and _device_only(c):
                 continue
-            if kind == _K.CALL_EXPR:
-                callee = c.referenced
-                name = callee.spelling if callee is not None else ""
-                if name in _REGISTERING and callee.location.is_in_system_header:
+            if kind in (_K.CALL_EXPR, _K.DECL_REF_EXPR):  # called, or its address taken
+                target = c.referenced
+                name = target.spelling if target is not None else ""
+                if target is not None and target.location.is_in_system_header and \
+                        (name in _REGISTERING or name in _SIGNAL_HANDLERS) and c.extent.start.offset not in callees:
+                    call = c if kind == _K.CALL_EXPR else None
+                    if call is not None:
+                        callees.add(_callee_name(call).extent.start.offset)
                     written = "".join(t.spelling for t in c.get_tokens())
-                    observers.append(EndObserver(_REGISTERING[name], c.location.line,
-                                                 written if 0 < len(written) <= 60 else f"{name}(...)"))
+                    what = written if 0 < len(written) <= 60 else f"{name}(...)"
+                    endings = _REGISTERING.get(name) or _handled_signal_endings(call)
+                    observers.append(EndObserver(endings, c.location.line, what))
+            elif kind == _K.FUNCTION_DECL and _has_attribute(c, "destructor"):
+                observers.append(EndObserver((Ending.EXIT, Ending.RETURN), c.location.line,
+                                             f"__attribute__((destructor)) {c.spelling}"))
             elif kind == _K.CXX_TRY_STMT:
                 observers.append(EndObserver((Ending.THROW,), c.location.line, "try"))
-            elif kind == _K.VAR_DECL and not _only_frees_host_memory(c.type):
+            elif kind == _K.VAR_DECL and (not _only_frees_host_memory(c.type) or _has_attribute(c, "cleanup")):
                 if _static_storage(c):
                     observers.append(EndObserver((Ending.EXIT, Ending.RETURN), c.location.line,
                                                  f"{c.type.spelling} {c.spelling} (destroyed at exit)"))
@@ -145,6 +175,29 @@ def endings(node: ci.Cursor, ends: ProgramEnds) -> frozenset[Ending]:
                 out |= ALL_ENDINGS  # a call through a pointer, or one clang cannot resolve
             else:
                 out |= function_endings(callee, ends)
+        if d.kind in _MAKING_OBJECTS and d.type.get_canonical().kind == ci.TypeKind.RECORD:
+            # an object made here is destroyed: a temporary at the end of the statement
+            out |= _destructor_endings(d.type.get_canonical().get_declaration(), ends)
+    return frozenset(out)
+
+
+# nodes that may make an object (a call returning one, a temporary, a braced or cast
+# initialization, a variable)
+_MAKING_OBJECTS = (_K.CALL_EXPR, _K.INIT_LIST_EXPR, _K.CXX_FUNCTIONAL_CAST_EXPR, _K.UNEXPOSED_EXPR, _K.VAR_DECL)
+
+
+def _destructor_endings(record: ci.Cursor | None, ends: ProgramEnds, depth: int = 0) -> frozenset[Ending]:
+    """How destroying an object of the program's class ``record`` may leave early: its
+    destructor's body, its members' and bases' destructors (a class of the library runs
+    library code: nothing)."""
+    if record is None or record.location.is_in_system_header or depth > 4:
+        return frozenset()
+    out: set[Ending] = set()
+    for member in record.get_children():
+        if member.kind == _K.DESTRUCTOR and not member.is_default_method():
+            out |= function_endings(member, ends)
+        elif member.kind in (_K.FIELD_DECL, _K.CXX_BASE_SPECIFIER):
+            out |= _destructor_endings(member.type.get_canonical().get_declaration(), ends, depth + 1)
     return frozenset(out)
 
 
@@ -258,3 +311,68 @@ def _closure_only_frees_host_memory(closure: ci.Cursor, depth: int) -> bool:
                 and not _only_frees_host_memory(target.type, depth + 1):
             return False
     return True
+
+
+def _callee_name(call: ci.Cursor) -> ci.Cursor:
+    """The name a call is made through (under the implicit conversion to a pointer)."""
+    node = next(iter(call.get_children()), call)
+    while node.kind == _K.UNEXPOSED_EXPR:
+        node = next(iter(node.get_children()), node)
+        if node.kind == _K.UNEXPOSED_EXPR and not list(node.get_children()):
+            break
+    return node
+
+
+def _handled_signal_endings(call: ci.Cursor | None) -> tuple[Ending, ...]:
+    """The endings a handler installed by ``call`` (``signal(SIGFPE, on_fpe)``) runs at:
+    raised signals always, aborts for SIGABRT, traps for the signals a statement raises by
+    itself; all of them when the number is not a constant."""
+    from sirius.analysis.clang_constants import integer_constant
+
+    number = None
+    if call is not None:
+        arguments = list(call.get_arguments())
+        number = integer_constant(arguments[0]) if arguments else None
+    if number is None:
+        return (Ending.SIGNAL, Ending.ABORT, Ending.TRAP)
+    return (Ending.SIGNAL,) + ((Ending.ABORT,) if number == _SIGABRT else ()) + \
+        ((Ending.TRAP,) if number in _TRAPS else ())
+
+
+def _has_attribute(declaration: ci.Cursor, name: str) -> bool:
+    """``declaration`` carries ``__attribute__((name...))`` (libclang leaves it unexposed)."""
+    return any(ch.kind == _K.UNEXPOSED_ATTR and next((t.spelling for t in ch.get_tokens()), "") == name
+               for ch in declaration.get_children())
+
+
+def may_trap(node: ci.Cursor) -> bool:
+    """Evaluating ``node`` may fault: it calls a function (not a kernel: a launch), or
+    divides, or reads through a pointer (``*p``, ``p[i]``, ``p->f``)."""
+    for d in node.walk_preorder():
+        kind = d.kind
+        if kind == _K.CALL_EXPR:
+            callee = d.referenced
+            if callee is None or not (any(ch.kind == _K.CUDAGLOBAL_ATTR for ch in callee.get_children())
+                                      or callee.spelling == "__cudaPushCallConfiguration"
+                                      or callee.kind == _K.CONSTRUCTOR and callee.location.is_in_system_header
+                                      and _cuda_header(callee)):
+                return True
+        elif kind in (_K.ARRAY_SUBSCRIPT_EXPR, _K.CXX_NEW_EXPR, _K.CXX_DELETE_EXPR, _K.CXX_THROW_EXPR):
+            return True
+        elif kind in (_K.UNARY_OPERATOR, _K.BINARY_OPERATOR, _K.COMPOUND_ASSIGNMENT_OPERATOR, _K.MEMBER_REF_EXPR):
+            if _operator(d) in ("*", "/", "%", "/=", "%=", "->") and (kind != _K.BINARY_OPERATOR or _operator(d) != "*"):
+                return True
+    return False
+
+
+def _operator(node: ci.Cursor) -> str:
+    """The operator token of a unary, binary or member expression (after its first
+    operand's tokens; a unary's first token)."""
+    tokens = [t.spelling for t in node.get_tokens()]
+    if not tokens:
+        return ""
+    if node.kind == _K.UNARY_OPERATOR:
+        return tokens[0]
+    first = next(iter(node.get_children()), None)
+    at = len(list(first.get_tokens())) if first is not None else 0
+    return tokens[at] if at < len(tokens) else ""

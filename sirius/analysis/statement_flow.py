@@ -29,13 +29,12 @@ what the compiler makes of it, not text that looks like a keyword.
 
 from __future__ import annotations
 
-import ctypes
-import functools
 from enum import Enum
 
 import clang.cindex as ci
 
-from sirius.analysis.program_ends import Ending, ProgramEnds, endings
+from sirius.analysis.clang_constants import integer_constant
+from sirius.analysis.program_ends import Ending, ProgramEnds, endings, may_trap
 
 _K = ci.CursorKind
 
@@ -69,7 +68,7 @@ def statement_flow(stmt: ci.Cursor, returns_leave_program: bool, ends: ProgramEn
         return _error_check(stmt, returns_leave_program, ends)
     if kind == _K.DO_STMT:  # do body while (0): the body, once
         parts = list(stmt.get_children())
-        once = len(parts) == 2 and _constant(parts[1]) == 0
+        once = len(parts) == 2 and integer_constant(parts[1]) == 0
         return statement_flow(parts[0], returns_leave_program, ends) if once else Flow.OTHER
     if kind == _K.COMPOUND_STMT:
         return weakest_flow(statement_flow(s, returns_leave_program, ends) for s in stmt.get_children())
@@ -132,7 +131,8 @@ def _plain(node: ci.Cursor, ends: ProgramEnds) -> Flow:
         return Flow.OTHER
     if _leaving_call(node) or node.kind == _K.CXX_THROW_EXPR or _holds_control(node):
         return Flow.OTHER
-    if ends.observers and ends.observed_among(endings(node, ends)):
+    if ends.observers and (ends.observed_among(endings(node, ends))
+                           or ends.observed(Ending.TRAP) and may_trap(node)):
         return Flow.OBSERVED_EXIT
     return Flow.NEXT
 
@@ -143,33 +143,3 @@ def _holds_control(node: ci.Cursor) -> bool:
     program."""
     return any(d.kind.is_statement() or d.kind == _K.CXX_THROW_EXPR or _leaving_call(d)
                for child in node.get_children() for d in child.walk_preorder())
-
-
-def _constant(expression: ci.Cursor) -> int | None:
-    """The integer value clang folds ``expression`` to (None when it is not an integer constant)."""
-    lib = _libclang_evaluation()
-    result = lib.clang_Cursor_Evaluate(expression)
-    if not result:
-        return None
-    try:
-        return lib.clang_EvalResult_getAsLongLong(result) if lib.clang_EvalResult_getKind(result) == _EVAL_INT \
-            else None
-    finally:
-        lib.clang_EvalResult_dispose(result)
-
-
-_EVAL_INT = 1  # CXEval_Int
-
-
-@functools.cache
-def _libclang_evaluation():
-    """libclang with ``clang_Cursor_Evaluate`` and its result declared (the Python bindings
-    leave them undeclared)."""
-    lib = ci.conf.lib
-    for name, argtypes, restype in (("clang_Cursor_Evaluate", [ci.Cursor], ctypes.c_void_p),
-                                    ("clang_EvalResult_getKind", [ctypes.c_void_p], ctypes.c_int),
-                                    ("clang_EvalResult_getAsLongLong", [ctypes.c_void_p], ctypes.c_longlong),
-                                    ("clang_EvalResult_dispose", [ctypes.c_void_p], None)):
-        function = getattr(lib, name)
-        function.argtypes, function.restype = argtypes, restype
-    return lib

@@ -96,6 +96,7 @@ ATEXIT = REPORT + "static int registered = atexit(report);\n"
 LOGGER = "struct Logger { ~Logger() { puts(\"bye\"); } };\n"
 THROWS = "static void check(int c) { if (c) throw std::runtime_error(\"bad\"); }\n"
 CATCHES = "static int guarded() { try { check(0); return 0; } catch (...) { return 1; } }\n"
+FPE = "static void on_fpe(int) { _Exit(3); }\nstatic auto previous = signal(SIGFPE, on_fpe);\n"
 EXITS = "static void die_if(int c) { if (c) { puts(\"dying\"); exit(2); } }\n"
 
 
@@ -121,6 +122,19 @@ EXITS = "static void die_if(int c) { if (c) { puts(\"dying\"); exit(2); } }\n"
     (THROWS, "  check(bad);", (Flow.NEXT,)),  # uncaught: terminate, nothing of the program's runs
     (THROWS + CATCHES, "  printf(\"%d\\n\", bad);", (Flow.NEXT,)),  # C functions do not throw
     (THROWS + CATCHES, "  float* y = new float[4]; (void)y;", (Flow.OBSERVED_EXIT, Flow.NEXT)),  # bad_alloc
+    # found by the second blind red team
+    (REPORT.replace("static void", "__attribute__((destructor)) static void"), "  if (bad) exit(1);",
+     (Flow.OBSERVED_EXIT,)),
+    (REPORT + "static int (*const register_hook)(void (*)()) = std::atexit;\n"
+     "static int hooked = register_hook(report);\n", "  if (bad) exit(1);", (Flow.OBSERVED_EXIT,)),
+    (FPE, "  int share = 64 / (bad + 0); (void)share;", (Flow.OBSERVED_EXIT, Flow.NEXT)),  # a division may trap
+    (FPE, "  int share = 64 + bad; (void)share;", (Flow.NEXT, Flow.NEXT)),
+    (FPE.replace("SIGFPE", "SIGINT"), "  int share = 64 / (bad + 0); (void)share;", (Flow.NEXT, Flow.NEXT)),
+    (FPE.replace("SIGFPE", "SIGINT"), "  raise(SIGINT);", (Flow.OBSERVED_EXIT,)),  # its handler runs there
+    (REPORT + "static void on_abort(int) { report(); }\nstatic auto old = signal(SIGABRT, on_abort);\n" + THROWS,
+     "  check(bad);", (Flow.OBSERVED_EXIT,)),  # uncaught: terminate, abort, the handler
+    ("struct Scoped { int c; ~Scoped() noexcept(false) { if (c) throw std::runtime_error(\"bad\"); } };\n"
+     + THROWS + CATCHES, "  Scoped{bad};", (Flow.OBSERVED_EXIT,)),  # the temporary's destructor throws
     ("static jmp_buf restart;\nstatic void bail(int c) { if (c) longjmp(restart, 1); }\n"
      "static int armed() { return setjmp(restart); }\n", "  bail(bad);", (Flow.OBSERVED_EXIT,)),
 ])
