@@ -485,6 +485,18 @@ def _rewrite_launch(text: str, p: int, lines: LineMap, scope: Scope, edits: list
             + ("" if args_empty else ", "),
         )
     )
+    # a braced argument ({n, 2.0f}) has no type of its own to pass on: it is given the
+    # kernel's parameter type
+    at, index = r + 1, 0
+    while at < close:
+        while at < close and text[at].isspace():
+            at += 1
+        if at < close and text[at] == "{":
+            edits.append(_Edit(at, at, f"decltype(::__sirius::kernel_parameter<{index}>(&{callee}))"))
+        try:
+            at, index = _find_at_depth0(text, at, ",") + 1, index + 1
+        except ValueError:  # the last argument
+            break
 
 
 # ------------------------------------------------------------------ kernel pointers

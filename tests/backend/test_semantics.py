@@ -43,7 +43,7 @@ def test_atomics_with_one_and_four_worker_threads():
 def test_runtime_api_templates_symbols_groups():
     proc = run_cpu(INPUTS / "features.cu")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    for line in ("templates: OK", "math: OK", "vector types: OK", "cooperative groups: OK",
+    for line in ("templates: OK", "math: OK", "vector types: OK", "braced arguments: OK", "cooperative groups: OK",
                  "features: OK", "launch error: invalid configuration argument"):
         assert line in proc.stdout
     # printf from kernels comes out in block order, whatever ran them

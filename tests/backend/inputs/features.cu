@@ -46,6 +46,13 @@ __global__ void vec4(const float4* in, float4* out) {
   out[i] = make_float4(a.w, a.z, a.y, a.x);
 }
 
+struct Affine { int n; float k; };
+
+__global__ void affine(float* y, Affine p) {  // launched with a braced argument
+  int i = threadIdx.x;
+  if (i < p.n) y[i] = p.k * (float)i;
+}
+
 __global__ void hello() {
   if (threadIdx.x == 0) printf("hello from block %d\n", blockIdx.x);
 }
@@ -125,6 +132,15 @@ int main() {
     vec_bad += r4[i].x != h4[i].w || r4[i].y != h4[i].z || r4[i].w != h4[i].x;
   printf("vector types: %s\n", vec_bad ? "MISMATCH" : "OK");
   bad += vec_bad;
+
+  // a braced argument takes the kernel's parameter type
+  float* dy4 = (float*)o4;
+  affine<<<1, 32>>>(dy4, {20, 1.5f});
+  float ya[32];
+  cudaMemcpy(ya, dy4, sizeof ya, cudaMemcpyDeviceToHost);
+  int braced_bad = ya[19] != 1.5f * 19 || ya[20] != r4[5].x;
+  printf("braced arguments: %s\n", braced_bad ? "MISMATCH" : "OK");
+  bad += braced_bad;
 
   // cudaMemset, launch errors, device printf in block order
   cudaMemset(dy, 0, sizeof hy);

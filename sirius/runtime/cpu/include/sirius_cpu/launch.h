@@ -116,6 +116,10 @@ inline cudaError_t launch_status(const LaunchConfig& config, const char* name, F
   return run_launch(&l);
 }
 
+// The type of a kernel's parameter I, for a braced argument (kernel<<<g, b>>>(p, {n, 2.0f})).
+template <std::size_t I, class... P>
+typename std::decay<typename std::tuple_element<I, std::tuple<P...>>::type>::type kernel_parameter(void (*)(P...));
+
 // What <<<>>> becomes: an expression of type void, as in CUDA.
 template <class F, class... A>
 inline void launch(const LaunchConfig& config, const char* name, F f, A&&... a) {
