@@ -307,20 +307,34 @@ def _blocks_between(first: Block, last: Block) -> set[Block]:
 
 
 def _arg_array_slots(array: Value, call: Instr, ev: Evaluator) -> dict[int, Value]:
-    """Index -> pointer stored in the launch's ``void* args[]`` array."""
+    """Index -> pointer stored in the launch's ``void* args[]`` array: the last store into
+    each slot that reaches the call (its block, then its dominators: with exceptions on,
+    the stores and the launch are split by the ``invoke`` of ``__cudaPopCallConfiguration``)."""
+    def into_array(ins: Instr) -> bool:
+        addr = ins.operands[1] if ins.opcode == "store" else None
+        return addr is array or isinstance(addr, Instr) and addr.opcode == "getelementptr" and addr.operands[0] is array
+
     slots: dict[int, Value] = {}
-    block = call.block
-    assert block is not None
-    for ins in block.instrs[:block.instrs.index(call)]:
-        if ins.opcode != "store":
-            continue
-        addr = ins.operands[1]
-        if addr is array:
-            slots[0] = ins.operands[0]
-        elif isinstance(addr, Instr) and addr.opcode == "getelementptr" and addr.operands[0] is array:
-            off = ev.value(addr)
-            if isinstance(off, Pointer) and off.offset is not None and off.offset.constant_value() is not None:
-                slots[off.offset.constant_value() // 8] = ins.operands[0]
+    block: Block | None = call.block
+    limit: Instr | None = call
+    dominators: set[Block] = set()
+    while block is not None:
+        if dominators and any(into_array(ins) for b in _blocks_between(block, call.block) - dominators - {block}
+                              for ins in b.instrs):
+            break  # a store on some paths only: the slots it may change are not known
+        dominators.add(block)
+        instrs = block.instrs
+        for ins in reversed(instrs[:instrs.index(limit)] if limit in instrs else instrs):
+            if not into_array(ins):
+                continue
+            addr = ins.operands[1]
+            if addr is array:
+                slots.setdefault(0, ins.operands[0])
+            else:
+                off = ev.value(addr)
+                if isinstance(off, Pointer) and off.offset is not None and off.offset.constant_value() is not None:
+                    slots.setdefault(off.offset.constant_value() // 8, ins.operands[0])
+        block, limit = ev.idom.get(block), None
     return slots
 
 

@@ -174,3 +174,34 @@ int main() {
     proc = sirius("analyze", str(program))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "launches (2 launch statements, 8 launches per run)" in proc.stdout, proc.stdout
+
+
+def test_launch_arguments_are_known_in_a_main_with_objects_to_destroy(tmp_path):
+    """A std::vector in main makes every call an invoke (its destructor runs if one
+    throws): the inlined launch stub's argument array is filled in the block before the
+    launch's, and the arguments are still read, so the launches fuse."""
+    program = tmp_path / "vector_main.cu"
+    program.write_text(r"""#include <vector>
+#include <cuda_runtime.h>
+#define N 512
+__global__ void add(const float* x, float* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] += x[i]; }
+__global__ void twice(const float* x, float* z, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) z[i] = 2 * x[i]; }
+int main() {
+  std::vector<float> h(N, 1.0f);
+  float *x, *y, *z;
+  cudaMalloc(&x, N * 4); cudaMalloc(&y, N * 4); cudaMalloc(&z, N * 4);
+  cudaMemcpy(x, h.data(), N * 4, cudaMemcpyHostToDevice);
+  cudaMemset(y, 0, N * 4);
+  add<<<N / 128, 128>>>(x, y, N);
+  twice<<<N / 128, 128>>>(x, z, N);
+  cudaMemcpy(h.data(), y, N * 4, cudaMemcpyDeviceToHost);
+  cudaMemcpy(h.data(), z, N * 4 / 2, cudaMemcpyDeviceToHost);
+  return 0;
+}
+""")
+    out = tmp_path / "vector_main.opt.cu"
+    proc = sirius("optimize", str(program), "-o", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "launches per run: 2 -> 1" in proc.stdout, proc.stdout
+    verify = sirius("verify", str(program), str(out))
+    assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
