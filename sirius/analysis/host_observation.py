@@ -12,7 +12,9 @@ the device's ``printf`` output, which appears at a synchronization:
 - host memory a kernel reaches (pinned or mapped memory, any pointer whose
   allocation the analysis does not know);
 - a kernel access through a pointer loaded from memory (it may be such memory);
-- a kernel that prints.
+- a kernel that prints;
+- a kernel that may stop at a device ``assert`` or ``__trap()``: the synchronization
+  returns the error, which the host may check.
 
 ``sync_observers`` lists what the program does of these; where the list is empty a
 synchronization observes nothing and does not order the launches around it (error
@@ -62,6 +64,9 @@ def sync_observers(model: ProgramModel) -> list[Observer]:
         if kernel.prints:
             found.append(Observer(f"{kernel.name} prints, and its output appears at a synchronization",
                                   kernel.prints[0]))
+        if kernel.traps:
+            found.append(Observer(f"{kernel.name} may stop at a device assert or trap, and a synchronization "
+                                  "returns the error", kernel.traps[0]))
         loaded = next((a for a in kernel.accesses if a.buffer == ANY_BUFFER), None)
         if loaded is not None:
             found.append(Observer(f"{kernel.name} accesses memory through a pointer it loads", loaded.line))

@@ -145,6 +145,8 @@ class KernelModel:
     max_threads: int | None = None  # from __launch_bounds__ ("nvvm.maxntid")
     scoped_alias: int | None = None  # line of an access carrying an inlined callee's restrict promise
     prints: tuple[int, ...] = ()  # lines of device printf calls (their output appears at a host synchronization)
+    # lines of device asserts and traps (the kernel stops, and the next synchronization returns the error)
+    traps: tuple[int, ...] = ()
 
     @property
     def asks_active_lanes(self) -> bool:
@@ -343,12 +345,13 @@ def build_kernel_model(func: Function, module: Module, name: str, params: list[P
     if len(unsupported) > 3:  # keep reports readable: the first few sites and a count
         unsupported = unsupported[:3] + [f"... and {len(unsupported) - 3} more such sites"]
     scoped = next((i.line or 0 for i in func.instructions() if "!alias.scope" in i.text), None)
-    prints = tuple(dict.fromkeys(i.line or 0 for i in func.instructions() if i.callee == "vprintf"))
+    prints = _calls_at_any_depth(module, func, frozenset({"vprintf"}))
+    traps = _calls_at_any_depth(module, func, _TRAPS)
     return KernelModel(name, func.name, tuple(params), tuple(used_shared.values()),
                        tuple(barriers), tuple(early_exits), loops, tuple(accesses), tuple(warp_ops),
                        tuple(dict.fromkeys(unsupported)), noalias=_noalias_params(func.header),
                        max_threads=_max_threads(func.header, module.text), scoped_alias=scoped,
-                       prints=prints, warp_masks=tuple(warp_masks),
+                       prints=prints, traps=traps, warp_masks=tuple(warp_masks),
                        skippable_warp_op=min((line or 0 for b, line in warp_blocks.items() if not _on_every_path(func, b)),
                                              default=None))
 
@@ -550,6 +553,32 @@ def _callee_effects(module: Module, name: str, seen: set[str] | None = None) -> 
         if inner:
             return inner
     return ""
+
+
+# device calls that stop the kernel with an error the host sees: assert, __trap, __brkpt
+_TRAPS = frozenset({"__assertfail", "__assert_fail", "llvm.trap", "llvm.debugtrap"})
+
+
+def _calls_at_any_depth(module: Module, func, names: frozenset[str]) -> tuple[int, ...]:
+    """Lines in ``func`` of calls of ``names``, directly or through device functions that
+    were not inlined (the line of the call of the helper)."""
+    found: dict[int, None] = {}
+    for ins in func.instructions():
+        c = ins.callee
+        if c in names or c is not None and not c.startswith("llvm.") and _calls_any(module, c, names, set()):
+            found.setdefault(ins.line or 0)
+    return tuple(found)
+
+
+def _calls_any(module: Module, name: str, names: frozenset[str], seen: set[str]) -> bool:
+    if name in seen:
+        return False
+    seen.add(name)
+    fn = module.functions.get(name)
+    if fn is None or fn.is_declaration:
+        return False
+    return any(ins.callee in names or ins.callee is not None and not ins.callee.startswith("llvm.")
+               and _calls_any(module, ins.callee, names, seen) for ins in fn.instructions())
 
 
 def _callee_reads_noncoherent(module: Module, name: str, seen: set[str] | None = None) -> bool:

@@ -175,9 +175,19 @@ def endings(node: ci.Cursor, ends: ProgramEnds) -> frozenset[Ending]:
                 out |= ALL_ENDINGS  # a call through a pointer, or one clang cannot resolve
             else:
                 out |= function_endings(callee, ends)
-        if d.kind in _MAKING_OBJECTS and d.type.get_canonical().kind == ci.TypeKind.RECORD:
-            # an object made here is destroyed: a temporary at the end of the statement
-            out |= _destructor_endings(d.type.get_canonical().get_declaration(), ends)
+        elif d.kind == _K.DECL_REF_EXPR and d.referenced is not None and d.referenced.kind in _FUNCTIONS:
+            out |= function_endings(d.referenced, ends)  # a function passed on is called by its taker
+        record = d.type.get_canonical()
+        if d.kind.is_expression() or d.kind == _K.VAR_DECL:
+            if record.kind == ci.TypeKind.RECORD:
+                # an object made here is destroyed (a temporary at the end of the statement);
+                # a callable (a lambda, a functor) passed on is called by its taker
+                declaration = record.get_declaration()
+                if d.kind in _MAKING_OBJECTS:
+                    out |= _destructor_endings(declaration, ends)
+                for member in declaration.get_children():
+                    if member.kind == _K.CXX_METHOD and member.spelling == "operator()":
+                        out |= function_endings(member, ends)
     return frozenset(out)
 
 
@@ -221,10 +231,11 @@ def _function_endings(function: ci.Cursor, ends: ProgramEnds) -> frozenset[Endin
     if function.location.is_in_system_header:
         if name in _LEAVING:
             return frozenset({_LEAVING[name]})
-        if name in ("_Exit", "_exit") or function.exception_specification_kind in _NOTHROW \
-                or _c_linkage(function) or _cuda_header(function):
+        if name in ("_Exit", "_exit") or _c_linkage(function) or _cuda_header(function):
             return frozenset()
-        return frozenset({Ending.THROW})
+        # the C++ library's functions may abort (its assertions, with _GLIBCXX_ASSERTIONS)
+        return frozenset({Ending.ABORT} if function.exception_specification_kind in _NOTHROW
+                         else {Ending.THROW, Ending.ABORT})
     definition = function.get_definition()
     if definition is None:
         return ALL_ENDINGS  # defined elsewhere: anything
@@ -376,3 +387,40 @@ def _operator(node: ci.Cursor) -> str:
     first = next(iter(node.get_children()), None)
     at = len(list(first.get_tokens())) if first is not None else 0
     return tokens[at] if at < len(tokens) else ""
+
+
+def quiet_noreturn(function: ci.Cursor | None, depth: int = 0) -> bool:
+    """``function`` is one of the program's, declared ``[[noreturn]]`` (a ``die()`` or
+    ``fatal()`` helper), and nothing it does could see device memory: it calls the C or C++
+    library (not the CUDA runtime) and helpers of the same kind only, reads no global
+    variable and nothing through a pointer (which could be managed or mapped memory)."""
+    if function is None or function.location.is_in_system_header or depth > 4:
+        return False
+    noreturn = _has_attribute(function, "noreturn") or "__attribute__((noreturn))" in function.type.spelling
+    definition = function.get_definition()
+    return noreturn and definition is not None and _sees_no_device_memory(definition, depth)
+
+
+def _sees_no_device_memory(definition: ci.Cursor, depth: int) -> bool:
+    for d in definition.walk_preorder():
+        kind = d.kind
+        if kind == _K.CALL_EXPR:
+            callee = d.referenced
+            if callee is None or callee.kind not in _FUNCTIONS:
+                return False
+            if callee.location.is_in_system_header:
+                if _cuda_header(callee):
+                    return False
+            elif callee != definition and not (callee.get_definition() is not None and
+                                               _sees_no_device_memory(callee.get_definition(), depth + 1)) \
+                    or depth > 4:
+                return False
+        elif kind == _K.DECL_REF_EXPR:
+            target = d.referenced
+            if target is not None and target.kind == _K.VAR_DECL and _static_storage(target) \
+                    and not target.location.is_in_system_header:  # (stderr is the library's)
+                return False
+        elif kind == _K.ARRAY_SUBSCRIPT_EXPR or kind == _K.MEMBER_REF_EXPR and _operator(d) == "->" \
+                or kind == _K.UNARY_OPERATOR and _operator(d) == "*":
+            return False
+    return True

@@ -12,7 +12,9 @@ statement this module proves one of:
 - ``Flow.NEXT_OR_EXIT``: control goes on to the next statement or leaves the program: an
   error check, an ``if`` without ``else``, init-statement or condition variable whose
   branch holds such statements and ends by leaving the program (a call to the C library's
-  ``exit``, ``_Exit``, ``quick_exit`` or ``abort``, or ``return`` in ``main``); or braces,
+  ``exit``, ``_Exit``, ``_exit``, ``quick_exit`` or ``abort``, a ``[[noreturn]]`` helper of
+  the program's that sees no device memory (``program_ends.quiet_noreturn``), or
+  ``return`` in ``main``); or braces,
   or a ``do ... while (0)`` (the usual ``CHECK(call)`` macro), around error checks and
   statements of the kind above.
 - ``Flow.OBSERVED_EXIT``: as one of the two above, but the way it may leave the program
@@ -34,12 +36,12 @@ from enum import Enum
 import clang.cindex as ci
 
 from sirius.analysis.clang_constants import integer_constant
-from sirius.analysis.program_ends import Ending, ProgramEnds, endings, may_trap
+from sirius.analysis.program_ends import Ending, ProgramEnds, endings, may_trap, quiet_noreturn
 
 _K = ci.CursorKind
 
 # functions of the C library after whose call no statement of the program runs
-LEAVING_FUNCTIONS = frozenset({"exit", "_Exit", "quick_exit", "abort"})
+LEAVING_FUNCTIONS = frozenset({"exit", "_Exit", "_exit", "quick_exit", "abort"})
 
 
 class Flow(Enum):
@@ -108,14 +110,15 @@ def _leaves_program(stmt: ci.Cursor, returns_leave_program: bool, ends: ProgramE
         if operands is Flow.OTHER:
             return Flow.OTHER
         return Flow.OBSERVED_EXIT if ends.observed(Ending.RETURN) else weakest_flow([operands, Flow.NEXT_OR_EXIT])
-    if not _leaving_call(stmt) or _holds_control(stmt):
+    if not (_leaving_call(stmt) or stmt.kind == _K.CALL_EXPR and quiet_noreturn(stmt.referenced)) \
+            or _holds_control(stmt):
         return Flow.OTHER
     # the leaving function's own ending (none for _Exit), and those of its argument
     return Flow.OBSERVED_EXIT if ends.observed_among(endings(stmt, ends)) else Flow.NEXT_OR_EXIT
 
 
 def _leaving_call(node: ci.Cursor) -> bool:
-    """A call of ``exit``, ``_Exit``, ``quick_exit`` or ``abort`` as the C library declares them."""
+    """A call of ``exit``, ``_Exit``, ``_exit``, ``quick_exit`` or ``abort`` as the C library declares them."""
     if node.kind != _K.CALL_EXPR:
         return False
     callee = node.referenced

@@ -18,8 +18,13 @@ PROGRAM = r"""#include <cstdio>
 #include <csignal>
 #include <csetjmp>
 #include <vector>
+#include <array>
+#include <algorithm>
 PRELUDE
+#include <unistd.h>
 namespace mine { void exit(int); }
+[[noreturn]] static void die(const char* why) { fprintf(stderr, "%s\n", why); exit(1); }
+[[noreturn]] static void die_reading(const float* p) { fprintf(stderr, "%f\n", p[0]); exit(1); }
 __global__ void k(float* x) { x[threadIdx.x] += 1.0f; }
 __attribute__((noinline)) int helper(float* x, int bad) {
   k<<<1, 32>>>(x);
@@ -80,6 +85,9 @@ def flows_between(tmp_path, main: str = "", helper: str = "", lambda_: str = "",
     ('  if (bad) throw std::runtime_error("bad");', (Flow.OTHER,)),
     ("  auto f = [] { return 1; }; (void)f;", (Flow.OTHER, Flow.NEXT)),  # a lambda's body holds statements
     ("  for (int i = 0; i < bad; ++i) {}", (Flow.OTHER,)),
+    ("  if (bad) _exit(1);", (Flow.NEXT_OR_EXIT,)),
+    ("  if (bad) die(\"bad\");", (Flow.NEXT_OR_EXIT,)),  # a [[noreturn]] helper that only prints and exits
+    ("  if (bad) die_reading(x);", (Flow.OTHER,)),  # it reads through a pointer: it could see device results
 ])
 def test_flow_of_a_statement_in_main(tmp_path, statement, flow):
     assert flows_between(tmp_path, main=statement)["main"] == flow
@@ -135,6 +143,12 @@ EXITS = "static void die_if(int c) { if (c) { puts(\"dying\"); exit(2); } }\n"
      "  check(bad);", (Flow.OBSERVED_EXIT,)),  # uncaught: terminate, abort, the handler
     ("struct Scoped { int c; ~Scoped() noexcept(false) { if (c) throw std::runtime_error(\"bad\"); } };\n"
      + THROWS + CATCHES, "  Scoped{bad};", (Flow.OBSERVED_EXIT,)),  # the temporary's destructor throws
+    (ATEXIT + "static void must_be_positive(int v) { if (v < 0) exit(2); }\n"
+     "static void check_all(const std::vector<int>& v) { std::for_each(v.begin(), v.end(), must_be_positive); }\n",
+     "  check_all(std::vector<int>(2, bad));", (Flow.OBSERVED_EXIT,)),  # a callback the library calls
+    (REPORT + "static void on_abort(int) { report(); }\nstatic auto old = signal(SIGABRT, on_abort);\n"
+     "static std::array<int, 4> table;\n", "  int v = table[bad]; (void)v;",
+     (Flow.OBSERVED_EXIT, Flow.NEXT)),  # the library's assertions abort
     ("static jmp_buf restart;\nstatic void bail(int c) { if (c) longjmp(restart, 1); }\n"
      "static int armed() { return setjmp(restart); }\n", "  bail(bad);", (Flow.OBSERVED_EXIT,)),
 ])

@@ -62,7 +62,9 @@ def test_syncs_and_error_checks_after_every_launch_do_not_keep_launches_apart(tm
      "shift prints"),
     (("CHECK(cudaMalloc(&y, n * sizeof(float)));", "CHECK(cudaMallocHost(&y, n * sizeof(float)));"),
      "points to"),
-], ids=["managed", "device-printf", "pinned-host"])
+    (("  if (i < n) y[i] = 2.0f * x[i];", "  if (i < n) y[i] = 2.0f * x[i]; if (i < n && x[i] > 1e30f) __trap();"),
+     "scale may stop at a device assert or trap"),
+], ids=["managed", "device-printf", "pinned-host", "device-trap"])
 def test_a_sync_the_host_may_observe_through_keeps_launches_apart(tmp_path, edit, why):
     rep, summary, _ = optimize(variant(tmp_path, edit), tmp_path)
     assert rep["launches_after"] > 1
