@@ -134,8 +134,9 @@ def program_ends(tu: ci.TranslationUnit) -> ProgramEnds:
             if kind in (_K.CALL_EXPR, _K.DECL_REF_EXPR):  # called, or its address taken
                 target = c.referenced
                 name = target.spelling if target is not None else ""
-                if target is not None and target.location.is_in_system_header and \
-                        (name in _REGISTERING or name in _SIGNAL_HANDLERS) and c.extent.start.offset not in callees:
+                if target is not None and target.kind == _K.FUNCTION_DECL and target.location.is_in_system_header \
+                        and (name in _REGISTERING or name in _SIGNAL_HANDLERS) \
+                        and c.extent.start.offset not in callees:
                     call = c if kind == _K.CALL_EXPR else None
                     if call is not None:
                         callees.add(_callee_name(call).extent.start.offset)
@@ -272,7 +273,7 @@ def _static_storage(var: ci.Cursor) -> bool:
         or var.storage_class == ci.StorageClass.STATIC or var.tls_kind != ci.TLSKind.NONE
 
 
-def _only_frees_host_memory(t: ci.Type, depth: int = 0) -> bool:
+def _only_frees_host_memory(t: ci.Type, depth: int = 0, argument: bool = False) -> bool:
     """Destroying an object of type ``t`` runs no code of the program's: a scalar, a pointer
     (as a template's argument, not to a function: a deleter), a class of the program's without a destructor of
     its own whose members and bases are such types, or a standard library class whose
@@ -282,10 +283,10 @@ def _only_frees_host_memory(t: ci.Type, depth: int = 0) -> bool:
     t = t.get_canonical()
     kind = t.kind
     if kind in (ci.TypeKind.CONSTANTARRAY, ci.TypeKind.INCOMPLETEARRAY):
-        return _only_frees_host_memory(t.element_type, depth)
+        return _only_frees_host_memory(t.element_type, depth, argument)
     if kind == ci.TypeKind.POINTER:  # as a template's argument, a pointer to a function is a deleter
-        return depth == 0 or t.get_pointee().get_canonical().kind not in (ci.TypeKind.FUNCTIONPROTO,
-                                                                          ci.TypeKind.FUNCTIONNOPROTO)
+        return not argument or t.get_pointee().get_canonical().kind not in (ci.TypeKind.FUNCTIONPROTO,
+                                                                            ci.TypeKind.FUNCTIONNOPROTO)
     if kind in (ci.TypeKind.LVALUEREFERENCE, ci.TypeKind.RVALUEREFERENCE, ci.TypeKind.ENUM, ci.TypeKind.MEMBERPOINTER):
         return True
     if kind != ci.TypeKind.RECORD:
@@ -299,11 +300,12 @@ def _only_frees_host_memory(t: ci.Type, depth: int = 0) -> bool:
         if decl.spelling in _RUNS_CALLBACKS:
             return False
         arguments = (t.get_template_argument_type(i) for i in range(max(t.get_num_template_arguments(), 0)))
-        return all(_only_frees_host_memory(a, depth + 1) for a in arguments if a.kind != ci.TypeKind.INVALID)
+        return all(_only_frees_host_memory(a, depth + 1, argument=True) for a in arguments
+                   if a.kind != ci.TypeKind.INVALID)
     for member in decl.get_children():
         if member.kind == _K.DESTRUCTOR and not member.is_default_method():
             return False
-        if member.kind == _K.CXX_METHOD and member.spelling == "operator()" and depth > 0:
+        if member.kind == _K.CXX_METHOD and member.spelling == "operator()" and argument:
             return False
         if member.kind in (_K.FIELD_DECL, _K.CXX_BASE_SPECIFIER) \
                 and not _only_frees_host_memory(member.type, depth + 1):
