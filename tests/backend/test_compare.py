@@ -110,3 +110,14 @@ def test_report_exit_decision_and_table():
     status = compare.compare_runs([], [], stdout_original=None, stdout_optimized=None,
                                   status_original=0, status_optimized=1)
     assert not status.ok and "exit status differs" in status.render()
+
+
+def test_a_line_naming_a_timing_still_compares_its_other_numbers():
+    """Only the numbers next to a word that names a timing are ignored: a result on the same
+    line, or on a line whose words only look like a unit ("second stage"), is compared."""
+    assert compare.compare_output("time: 3.2 ms, checksum 456.7\n", "time: 1.1 ms, checksum 456.7\n", 0, 0).ok
+    assert not compare.compare_output("time: 3.2 ms, checksum 456.7\n", "time: 3.2 ms, checksum 450.0\n", 0, 0).ok
+    stopped = "stopped (no second stage requested); partial checksum: {}\n"
+    assert not compare.compare_output(stopped.format("12258.0"), stopped.format("0.0"), 0, 0).ok
+    assert compare.compare_output("bandwidth = 12.5 GB/s\n", "bandwidth = 11.0 GB/s\n", 0, 0).ok
+    assert compare.compare_output("GPU Time in seconds:\n0.00053\n", "GPU Time in seconds:\n0.00071\n", 0, 0).ok
