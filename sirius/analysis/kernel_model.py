@@ -562,29 +562,18 @@ _TRAPS = frozenset({"__assertfail", "__assert_fail", "llvm.trap", "llvm.debugtra
 def _calls_at_any_depth(module: Module, func, names: frozenset[str]) -> tuple[int, ...]:
     """Lines in ``func`` of calls of ``names``, directly or through device functions that
     were not inlined (the line of the call of the helper)."""
+    calls_one = lambda fn: any(ins.callee in names for ins in fn.instructions())  # noqa: E731
     found: dict[int, None] = {}
     for ins in func.instructions():
         c = ins.callee
-        if c in names or c is not None and not c.startswith("llvm.") and _calls_any(module, c, names, set()):
+        if c in names or c is not None and not c.startswith("llvm.") and _at_any_depth(module, c, calls_one):
             found.setdefault(ins.line or 0)
     return tuple(found)
 
 
-def _calls_any(module: Module, name: str, names: frozenset[str], seen: set[str]) -> bool:
-    if name in seen:
-        return False
-    seen.add(name)
-    fn = module.functions.get(name)
-    if fn is None or fn.is_declaration:
-        return False
-    return any(ins.callee in names or ins.callee is not None and not ins.callee.startswith("llvm.")
-               and _calls_any(module, ins.callee, names, seen) for ins in fn.instructions())
-
-
-def _callee_reads_noncoherent(module: Module, name: str, seen: set[str] | None = None) -> bool:
-    """A device function that was not inlined, or one it calls, may load through the
-    read-only data cache: an ``__ldg`` (clang's ``!invariant.load``) or a ``__restrict__``
-    parameter (``noalias``), which nvcc may read with ``LDG.E.CONSTANT``."""
+def _at_any_depth(module: Module, name: str, test, seen: set[str] | None = None) -> bool:
+    """``test`` holds for the device function ``name`` (defined, not inlined) or for one it
+    calls, at any depth."""
     seen = seen if seen is not None else set()
     if name in seen:
         return False
@@ -592,15 +581,16 @@ def _callee_reads_noncoherent(module: Module, name: str, seen: set[str] | None =
     fn = module.functions.get(name)
     if fn is None or fn.is_declaration:
         return False
-    if _noalias_params(fn.header):
-        return True
-    for ins in fn.instructions():
-        if ins.opcode == "load" and "!invariant.load" in ins.text:
-            return True
-        c = ins.callee
-        if c is not None and not c.startswith("llvm.") and _callee_reads_noncoherent(module, c, seen):
-            return True
-    return False
+    return test(fn) or any(ins.callee is not None and not ins.callee.startswith("llvm.")
+                           and _at_any_depth(module, ins.callee, test, seen) for ins in fn.instructions())
+
+
+def _callee_reads_noncoherent(module: Module, name: str) -> bool:
+    """A device function that was not inlined, or one it calls, may load through the
+    read-only data cache: an ``__ldg`` (clang's ``!invariant.load``) or a ``__restrict__``
+    parameter (``noalias``), which nvcc may read with ``LDG.E.CONSTANT``."""
+    return _at_any_depth(module, name, lambda fn: _noalias_params(fn.header) or any(
+        ins.opcode == "load" and "!invariant.load" in ins.text for ins in fn.instructions()))
 
 
 def device_globals(module: Module) -> dict[str, int | None]:
