@@ -124,6 +124,7 @@ def model_to_json(model: ProgramModel) -> dict[str, Any]:
         "kernels": kernels,
         "launches": launches,
         "launches_per_run": launch_count(model),
+        "launches_counted_per": model.counted_per,
         "buffers": buffers,
         "host_loops": [_loop_json(lp) for lp in model.host.loops],
         "statements": [_statement_json(s) for s in model.host.statements],
@@ -179,7 +180,8 @@ def render_text(model: ProgramModel, data: dict[str, Any] | None = None) -> str:
     out.append("")
     per_run = data["launches_per_run"]
     out.append(f"launches ({len(data['launches'])} launch statements, "
-               f"{per_run if per_run is not None else 'an unknown number of'} launches per run)")
+               f"{per_run if per_run is not None else 'an unknown number of'} launches per "
+               f"{data.get('launches_counted_per', 'run')})")
     for l in data["launches"]:
         loops = f" for {l['domain']}" if l["loops"] else ""
         dims = lambda d: "?" if d is None else "[" + ", ".join("?" if x is None else str(x) for x in d) + "]"

@@ -23,8 +23,7 @@ from typing import Any, Callable
 
 from sirius.analysis.build_macros import macro_expansions
 from sirius.analysis.frontend import CompileJob
-from sirius.analysis.program_model import (ProgramModel, analyze_program, launch_count, per_program_run,
-                                           statement_runs)
+from sirius.analysis.program_model import ProgramModel, analyze_program, launch_count, statement_runs
 from sirius.analysis.uar import UAR, build_uar
 from sirius.core.errors import SiriusError
 from sirius.fusion.barriers import place_barriers
@@ -482,7 +481,7 @@ def report(state: OptimizeState) -> dict[str, Any]:
               for plan in sched.cooperative.values()]
     joined += [{i for row in plan.repetition.statements for i in row} for plan in sched.cell_waves.values()]
     after_counts += [per_run(i) for i in insts if i not in grouped]
-    after = per_program_run(model, after_counts)
+    after = None if any(c is None for c in after_counts) else sum(after_counts)
     kernels_after = {fk.name for fk in state.fused}
     kernels_after |= {insts[g.launches[0]].kernel.mangled for g in sched.groups if len(g.launches) == 1}
     kernels_after |= {insts[i].kernel.mangled for i in insts if i not in grouped}
@@ -491,6 +490,7 @@ def report(state: OptimizeState) -> dict[str, Any]:
         "program": str(state.job.path),
         "arrangement": state.arrangement,
         "policy": policy_name(state.policy),
+        "launches_counted_per": model.counted_per,
         "launches_before": launch_count(model),
         "launches_after": after,
         "launch_statements_before": len(insts),

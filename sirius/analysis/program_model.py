@@ -133,9 +133,9 @@ class ProgramModel:
     managed_variables: dict[str, int | None] = field(default_factory=dict)  # those __managed__: name -> line
     kernel_decls: dict[str, KernelDecl] = field(default_factory=dict)  # by mangled device name
     arch: str = "sm_90"  # the GPU architecture the program is compiled for
-    # how often the modelled entry runs in one run of the program: 1 for main; for the
-    # helper main calls to issue every launch, the runs of those calls (None: unknown)
-    entry_runs: int | None = 1
+    # what launch counts are per: "run" (of main), or "call of f" when the model is of the
+    # helper f that issues every launch, with how often main runs it where that is known
+    counted_per: str = "run"
 
     def instances(self) -> dict[int, LaunchInstance]:
         """The launch instances by the index of their launch statement."""
@@ -356,7 +356,7 @@ def analyze_program(job: CompileJob, entry: str = "main",
                             if helpers else ""))
     model = ProgramModel(str(job.path), kernels, host_model, source, notes=list(host_model.notes),
                          device_globals=globals_, managed_variables=managed, kernel_decls=kernel_decls,
-                         arch=job.flags.arch, entry_runs=entry_runs)
+                         arch=job.flags.arch, counted_per=_counted_per(chain, entry_runs, demangle))
     for stmt in host_model.launches:
         kernel = kernels.get(stmt.kernel or "")
         if kernel is None:
@@ -598,14 +598,18 @@ def statement_runs(stmt: HostStatement) -> int | None:
 
 
 def launch_count(model: ProgramModel) -> int | None:
-    """Launches in one run of the program (host loop domains and the runs of the entry
-    counted), if all are bounded."""
-    return per_program_run(model, [statement_runs(inst.statement) for inst in model.launches])
+    """Launches in one run of the modelled entry (host loop domains counted: see
+    ``ProgramModel.counted_per``), if all are bounded."""
+    runs = [statement_runs(inst.statement) for inst in model.launches]
+    return None if any(r is None for r in runs) else sum(runs)
 
 
-def per_program_run(model: ProgramModel, counts: list[int | None]) -> int | None:
-    """The sum of ``counts``, each per run of the modelled entry, in one run of the
-    program (None when one of them, or the entry's runs, is unknown)."""
-    if model.entry_runs is None or any(c is None for c in counts):
-        return None
-    return model.entry_runs * sum(counts)
+def _counted_per(chain: list[str], entry_runs: int | None, demangle) -> str:
+    """What launch counts are per: a run of main, or a call of the helper that issues
+    every launch (and how often main makes it, when its loops say)."""
+    if len(chain) < 2:
+        return "run"
+    helper = _short_name(demangle(chain[-1]))
+    times = "" if entry_runs == 1 else (f"; a run makes {entry_runs} of them" if entry_runs is not None
+                                        else "; how many a run makes is not known")
+    return f"call of {helper}{times}"

@@ -134,7 +134,9 @@ def _dump(name: str, st: OptimizeState) -> None:
 def _render(rep: dict) -> str:
     policy = "" if rep.get("policy", DEFAULT) == DEFAULT else f", policy {rep['policy']}"
     lines = [f"optimized {rep['program']} (arrangement {rep['arrangement']}{policy})",
-             f"  launches per run: {rep['launches_before']} -> {rep['launches_after']}",
+             f"  launches per run: {rep['launches_before']} -> {rep['launches_after']}"
+             + ("" if rep.get("launches_counted_per", "run") == "run"
+                else f" (per {rep['launches_counted_per']})"),
              f"  launch statements: {rep['launch_statements_before']} -> {rep['launch_statements_after']}",
              f"  distinct kernels: {rep['kernels_before']} -> {rep['kernels_after']}"]
     for g in rep["groups"]:

@@ -152,7 +152,8 @@ def test_a_helper_called_at_two_lines_keeps_its_launches_as_written(main_and_hel
 
 def test_the_launches_of_a_helper_main_calls_are_counted_for_each_call(tmp_path):
     """main launches nothing itself and calls one helper, in a loop and once more: the
-    helper is modelled, and each of its launches runs once per call (4 calls, 8 launches)."""
+    helper is modelled, its launches are counted per call of it, and the summary says so
+    and how often a run calls it."""
     program = tmp_path / "calls.cu"
     program.write_text(r"""#include <cuda_runtime.h>
 #define N 512
@@ -173,7 +174,8 @@ int main() {
 """)
     proc = sirius("analyze", str(program))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "launches (2 launch statements, 8 launches per run)" in proc.stdout, proc.stdout
+    assert "launches (2 launch statements, 2 launches per call of step; a run makes 4 of them)" in proc.stdout, \
+        proc.stdout
 
 
 def test_launch_arguments_are_known_in_a_main_with_objects_to_destroy(tmp_path):
