@@ -106,10 +106,11 @@ def _separator(index: SourceIndex, stmts, inst, previous: int | None, launch: Ho
                        f"they are in different host functions ({a.site.function}, {b.site.function})")
     flow = _flow_between(index, a.site, b.site)
     if flow is Flow.OBSERVED_EXIT:
-        observer = index.end_observers[0]
+        named = list(dict.fromkeys(f"{o.what} at line {o.line}" for o in index.end_observers))
+        which = named[0] if len(named) == 1 else "one of: " + "; ".join(named[:3]) + ("; ..." if len(named) > 3 else "")
         return Problem(RefusalKind.CONTROL_FLOW,
                        "the program may leave between them and runs code of its own as it leaves "
-                       f"({observer.what} at line {observer.line}), which may see the first launch's results")
+                       f"({which}), which may see the first launch's results")
     if flow is Flow.OTHER:
         return Problem(RefusalKind.CONTROL_FLOW, "control flow between them in the source")
     return None
