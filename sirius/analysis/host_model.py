@@ -184,6 +184,7 @@ class HostStatement:
     # the program's functions (IR names, outermost first) modelled at their call sites that it lies in
     through: tuple[str, ...] = ()
     call_lines: tuple[int | None, ...] = ()  # the line of each call of ``through``, in its caller
+    basic_block: int | None = None  # the entry's basic block it runs in (a helper's: the block of its call)
 
     def describe(self) -> str:
         """What the statement is, for reports: ``cudaMemcpy2D (DeviceToDevice) at line 14``."""
@@ -204,10 +205,21 @@ class HostModel:
     loops: tuple[LoopInfo, ...]
     notes: tuple[str, ...] = ()
     launching_calls: tuple[str, ...] = ()  # the program's own functions it calls that launch kernels
+    successors: tuple[tuple[int, ...], ...] = ()  # the entry's basic blocks: the blocks each may run next
 
     @property
     def launches(self) -> list[HostStatement]:
         return [s for s in self.statements if s.kind == "launch"]
+
+    def reachable_from(self, block: int) -> frozenset[int]:
+        """The blocks control may reach from ``block`` (itself included)."""
+        seen, work = {block}, [block]
+        while work:
+            for nxt in self.successors[work.pop()] if self.successors else ():
+                if nxt not in seen:
+                    seen.add(nxt)
+                    work.append(nxt)
+        return frozenset(seen)
 
 
 class _HostEvaluator(Evaluator):
@@ -386,35 +398,45 @@ class _HostModelBuilder:
         for lp in self.ev.loops:
             self.ev.loop_info(lp)
         order = structured_order(self.func, self.ev.loops)
+        numbers = {id(b): k for k, b in enumerate(self.func.blocks)}
         pending_config: Instr | None = None
         for block in order:
             nest = tuple(lp.name for lp in loop_nest(self.ev.loops, block))
             domain = conjunction([self.ev.loop_infos[n].domain for n in nest
                                   if n in self.ev.loop_infos and self.ev.loop_infos[n].domain is not None])
-            for ins in block.instrs:
-                callee = ins.callee
-                if callee is None:
-                    if ins.opcode in ("call", "invoke") and "asm" not in ins.text.split("(", 1)[0]:
-                        self._opaque(ins, "a function pointer", nest, domain)
-                    elif self.managed and ins.opcode in _MEMORY_ACCESS:
-                        self._managed_access(ins, nest, domain)
-                    continue
-                if callee == "__cudaPushCallConfiguration":
-                    pending_config = ins
-                elif callee in _LAUNCH_CALLS and ins.operands and ins.operands[0].kind == "func":
-                    config = pending_config or self._hoisted_config(ins)
-                    self._launch(ins, ins.operands[0].name, config, nest, domain, via_array=True)
-                    pending_config = None
-                elif "__device_stub__" in callee:
-                    config = pending_config or self._hoisted_config(ins)
-                    self._launch(ins, callee, config, nest, domain, via_array=False)
-                    pending_config = None
-                else:
-                    self._runtime_call(ins, callee, nest, domain)
+            first = len(self.statements)
+            pending_config = self._statements_of_block(block, nest, domain, pending_config)
+            self.statements[first:] = [replace(st, basic_block=numbers[id(block)]) for st in self.statements[first:]]
         loops = tuple(self.ev.loop_infos[lp.name] for lp in self.ev.loops if lp.name in self.ev.loop_infos)
         loops += tuple(self.descended_loops)
+        successors = tuple(tuple(numbers[id(n)] for n in b.succs if id(n) in numbers) for b in self.func.blocks)
         return HostModel(self.func.name, tuple(self.statements), tuple(self.allocations), loops, tuple(self.notes),
-                         tuple(dict.fromkeys(self.launching_calls)))
+                         tuple(dict.fromkeys(self.launching_calls)), successors)
+
+    def _statements_of_block(self, block: Block, nest, domain, pending_config: Instr | None) -> Instr | None:
+        """The statements of one basic block, in order; the launch configuration pushed and
+        not yet consumed when it ends."""
+        for ins in block.instrs:
+            callee = ins.callee
+            if callee is None:
+                if ins.opcode in ("call", "invoke") and "asm" not in ins.text.split("(", 1)[0]:
+                    self._opaque(ins, "a function pointer", nest, domain)
+                elif self.managed and ins.opcode in _MEMORY_ACCESS:
+                    self._managed_access(ins, nest, domain)
+                continue
+            if callee == "__cudaPushCallConfiguration":
+                pending_config = ins
+            elif callee in _LAUNCH_CALLS and ins.operands and ins.operands[0].kind == "func":
+                config = pending_config or self._hoisted_config(ins)
+                self._launch(ins, ins.operands[0].name, config, nest, domain, via_array=True)
+                pending_config = None
+            elif "__device_stub__" in callee:
+                config = pending_config or self._hoisted_config(ins)
+                self._launch(ins, callee, config, nest, domain, via_array=False)
+                pending_config = None
+            else:
+                self._runtime_call(ins, callee, nest, domain)
+        return pending_config
 
     # ---------------------------------------------------------------- helpers
     def _bind_to_caller(self, caller: "_HostModelBuilder", entry: str) -> None:

@@ -50,11 +50,14 @@ def find_regions(model: ProgramModel) -> tuple[list[Region], list[Refusal]]:
         current.clear()
         crossed.clear()
 
+    reached: dict[int, frozenset[int]] = {}  # basic block of a launch -> the blocks control may reach from it
     for s in stmts:
         if observes_nothing(s, observers):
             waits.append(s.index)
             continue
         if s.kind != "launch" or s.index not in inst:
+            if _never_after(model, stmts[previous] if previous is not None else None, s, reached):
+                continue  # the exception cleanup of an earlier statement, which clang's block order puts here
             close()
             between.append(s)
             continue
@@ -74,6 +77,19 @@ def find_regions(model: ProgramModel) -> tuple[list[Region], list[Refusal]]:
         current.append(s.index)
     close()
     return regions, refusals
+
+
+def _never_after(model: ProgramModel, launch: HostStatement | None, stmt: HostStatement,
+                 reached: dict[int, frozenset[int]]) -> bool:
+    """``stmt`` runs neither after ``launch`` (the last launch before it in block order) nor
+    on the way to it: no path of the entry leads from the launch's basic block to the
+    statement's, nor back (``reached`` caches what each block reaches)."""
+    if launch is None or launch.basic_block is None or stmt.basic_block is None or not model.host.successors:
+        return False
+    for block in (launch.basic_block, stmt.basic_block):
+        if block not in reached:
+            reached[block] = model.host.reachable_from(block)
+    return stmt.basic_block not in reached[launch.basic_block] and launch.basic_block not in reached[stmt.basic_block]
 
 
 def _separator(index: SourceIndex, stmts, inst, previous: int | None, launch: HostStatement,

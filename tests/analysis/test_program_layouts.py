@@ -207,3 +207,42 @@ int main() {
     assert "launches per run: 2 -> 1" in proc.stdout, proc.stdout
     verify = sirius("verify", str(program), str(out))
     assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
+
+
+def test_the_cleanup_of_a_statement_before_the_launches_is_not_between_them(tmp_path):
+    """A temporary with a destructor of the program's, made before two launches: clang puts
+    the destructor's call on the exception path of that statement after the first launch
+    in block order; it cannot run between the launches, which fuse."""
+    program = tmp_path / "cleanup.cu"
+    program.write_text(r"""#include <cstdio>
+#include <memory>
+#include <cuda_runtime.h>
+#define N 512
+__global__ void add(const float* x, float* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] += x[i]; }
+__global__ void twice(const float* x, float* z, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) z[i] = 2 * x[i]; }
+struct Probe {
+  const float* dev = nullptr;
+  ~Probe() { if (dev) { static float h[N]; cudaMemcpy(h, dev, sizeof h, cudaMemcpyDeviceToHost); printf("%f\n", h[1]); } }
+};
+static std::shared_ptr<Probe>& kept() { static std::shared_ptr<Probe> p; return p; }
+int main() {
+  static float h[N];
+  for (int i = 0; i < N; ++i) h[i] = (float)(i % 7);
+  float *x, *y, *z;
+  cudaMalloc(&x, N * 4); cudaMalloc(&y, N * 4); cudaMalloc(&z, N * 4);
+  cudaMemcpy(x, h, N * 4, cudaMemcpyHostToDevice);
+  cudaMemset(y, 0, N * 4);
+  kept() = std::make_shared<Probe>(Probe{y});
+  add<<<N / 128, 128>>>(x, y, N);
+  twice<<<N / 128, 128>>>(x, z, N);
+  cudaMemcpy(h, z, N * 4, cudaMemcpyDeviceToHost);
+  printf("%f\n", h[3]);
+  return 0;
+}
+""")
+    out = tmp_path / "cleanup.opt.cu"
+    proc = sirius("optimize", str(program), "-o", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "launches per run: 2 -> 1" in proc.stdout, proc.stdout
+    verify = sirius("verify", str(program), str(out))
+    assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
