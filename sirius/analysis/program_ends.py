@@ -42,6 +42,8 @@ from enum import Enum
 
 import clang.cindex as ci
 
+from sirius.analysis.clang_constants import integer_constant
+
 _K = ci.CursorKind
 
 
@@ -232,7 +234,7 @@ def _function_endings(function: ci.Cursor, ends: ProgramEnds) -> frozenset[Endin
     if function.location.is_in_system_header:
         if name in _LEAVING:
             return frozenset({_LEAVING[name]})
-        if name in ("_Exit", "_exit") or _c_linkage(function) or _cuda_header(function):
+        if _c_linkage(function) or _cuda_header(function):  # _Exit, _exit: nothing of the program's runs
             return frozenset()
         # the C++ library's functions may abort (its assertions, with _GLIBCXX_ASSERTIONS)
         return frozenset({Ending.ABORT} if function.exception_specification_kind in _NOTHROW
@@ -330,9 +332,10 @@ def _callee_name(call: ci.Cursor) -> ci.Cursor:
     """The name a call is made through (under the implicit conversion to a pointer)."""
     node = next(iter(call.get_children()), call)
     while node.kind == _K.UNEXPOSED_EXPR:
-        node = next(iter(node.get_children()), node)
-        if node.kind == _K.UNEXPOSED_EXPR and not list(node.get_children()):
+        inner = next(iter(node.get_children()), None)
+        if inner is None:
             break
+        node = inner
     return node
 
 
@@ -340,8 +343,6 @@ def _handled_signal_endings(call: ci.Cursor | None) -> tuple[Ending, ...]:
     """The endings a handler installed by ``call`` (``signal(SIGFPE, on_fpe)``) runs at:
     raised signals always, aborts for SIGABRT, traps for the signals a statement raises by
     itself; all of them when the number is not a constant."""
-    from sirius.analysis.clang_constants import integer_constant
-
     number = None
     if call is not None:
         arguments = list(call.get_arguments())
@@ -373,7 +374,8 @@ def may_trap(node: ci.Cursor) -> bool:
         elif kind in (_K.ARRAY_SUBSCRIPT_EXPR, _K.CXX_NEW_EXPR, _K.CXX_DELETE_EXPR, _K.CXX_THROW_EXPR):
             return True
         elif kind in (_K.UNARY_OPERATOR, _K.BINARY_OPERATOR, _K.COMPOUND_ASSIGNMENT_OPERATOR, _K.MEMBER_REF_EXPR):
-            if _operator(d) in ("*", "/", "%", "/=", "%=", "->") and (kind != _K.BINARY_OPERATOR or _operator(d) != "*"):
+            op = _operator(d)
+            if op in ("/", "%", "/=", "%=", "->") or op == "*" and kind == _K.UNARY_OPERATOR:
                 return True
     return False
 
@@ -413,10 +415,10 @@ def _sees_no_device_memory(definition: ci.Cursor, depth: int) -> bool:
             if callee.location.is_in_system_header:
                 if _cuda_header(callee):
                     return False
-            elif callee != definition and not (callee.get_definition() is not None and
-                                               _sees_no_device_memory(callee.get_definition(), depth + 1)) \
-                    or depth > 4:
-                return False
+            elif callee != definition:
+                inner = callee.get_definition()
+                if depth > 4 or inner is None or not _sees_no_device_memory(inner, depth + 1):
+                    return False
         elif kind == _K.DECL_REF_EXPR:
             target = d.referenced
             if target is not None and target.kind == _K.VAR_DECL and _static_storage(target) \

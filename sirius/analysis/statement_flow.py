@@ -95,7 +95,7 @@ def _error_check(stmt: ci.Cursor, returns_leave_program: bool, ends: ProgramEnds
     if leaving is Flow.OTHER:
         return Flow.OTHER
     return weakest_flow([_plain(parts[0], ends), leaving,
-                     *(statement_flow(s, returns_leave_program, ends) for s in body[:-1])])
+                         *(statement_flow(s, returns_leave_program, ends) for s in body[:-1])])
 
 
 def _leaves_program(stmt: ci.Cursor, returns_leave_program: bool, ends: ProgramEnds) -> Flow:

@@ -21,6 +21,16 @@ def sirius(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([SIRIUS, *args], capture_output=True, text=True, timeout=600)
 
 
+def fuses_and_verifies(program: Path, launches: str) -> None:
+    """``program`` optimizes to ``launches`` per run ("2 -> 1"), and verifies equal."""
+    out = program.with_suffix(".opt.cu")
+    proc = sirius("optimize", str(program), "-o", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"launches per run: {launches}" in proc.stdout, proc.stdout
+    verify = sirius("verify", str(program), str(out))
+    assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
+
+
 @pytest.fixture(scope="module")
 def included(tmp_path_factory):
     out = tmp_path_factory.mktemp("included") / "main.opt.cu"
@@ -201,12 +211,7 @@ int main() {
   return 0;
 }
 """)
-    out = tmp_path / "vector_main.opt.cu"
-    proc = sirius("optimize", str(program), "-o", str(out))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "launches per run: 2 -> 1" in proc.stdout, proc.stdout
-    verify = sirius("verify", str(program), str(out))
-    assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
+    fuses_and_verifies(program, "2 -> 1")
 
 
 def test_the_cleanup_of_a_statement_before_the_launches_is_not_between_them(tmp_path):
@@ -240,9 +245,4 @@ int main() {
   return 0;
 }
 """)
-    out = tmp_path / "cleanup.opt.cu"
-    proc = sirius("optimize", str(program), "-o", str(out))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "launches per run: 2 -> 1" in proc.stdout, proc.stdout
-    verify = sirius("verify", str(program), str(out))
-    assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
+    fuses_and_verifies(program, "2 -> 1")
