@@ -458,7 +458,7 @@ def pairs_without_reason(state: OptimizeState) -> list[tuple[int, int]]:
     return missing
 
 
-REPORT_SCHEMA = "sirius-report/1"  # sirius/schemas/report-1.json: a changed shape is a new version
+REPORT_SCHEMA = "sirius-report/2"  # sirius/schemas/report-2.json: a changed shape is a new version
 
 
 def report(state: OptimizeState) -> dict[str, Any]:
@@ -502,14 +502,14 @@ def report(state: OptimizeState) -> dict[str, Any]:
             "arrangement": g.arrangement + (" + wavefront" if g.id in sched.wavefronts else ""),
             "barriers_inserted": next((k.barriers for k in state.fused if k.group.id == g.id), 0),
             "region": g.region, "step": g.step,
-            "lanes": [[{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].line}
+            "lanes": [[_launch_ref(insts[i])
                        for i in lane.launches] for lane in g.lanes],
             "across_syncs": _syncs_crossed(state, g),
             **_kernel_facts(state, g.id),
         } for g in sched.groups if len(g.launches) > 1],
         "cooperative": [{
             "region": plan.region, "kernel": plan.name, "threads": plan.threads, "grid_barriers": len(plan.phases) - 1,
-            "phases": [[{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].line}
+            "phases": [[_launch_ref(insts[i])
                         for i in g.launches] for g in sched.groups if g.id in plan.phases]}
             for plan in sched.cooperative.values()],
         "cell_waves": [{
@@ -518,17 +518,17 @@ def report(state: OptimizeState) -> dict[str, Any]:
             "layers": plan.repetition.copies, "launches_per_layer": plan.repetition.period, "waves": plan.waves,
             "grid_barriers_per_wave": len(plan.phases) - 1, "private": list(plan.repetition.private),
             "scratch_bytes": plan.scratch.bytes,
-            "phases": [[{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].line}
+            "phases": [[_launch_ref(insts[i])
                         for i in g.launches] for g in sched.groups if g.id in plan.phases]}
             for plan in (launch.plan for launch in state.program.of_kind(CellWavesLaunch))],
         # refusals between launches a cooperative launch joined after all are left out (not those
         # of a loop's successive iterations, which waves of cells run in different launches)
-        "refused": [{"launches": [{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].line}
+        "refused": [{"launches": [_launch_ref(insts[i])
                                   for i in r.launches if i in insts], "reason": r.reason}
                     for r in sched.refusals if r.kind is RefusalKind.NO_WAVES or r.loop is not None
                     or not (len(r.launches) > 1 and any(set(r.launches) <= j for j in joined))],
         # launches that follow one another, left apart with no refusal naming them (must stay empty)
-        "apart_without_reason": [[{"launch": i, "kernel": insts[i].kernel.name, "line": insts[i].line}
+        "apart_without_reason": [[_launch_ref(insts[i])
                                   for i in pair] for pair in pairs_without_reason(state)],
         # what the optimized program's path counters count (region_paths): verify's counts refer to these
         "fused_regions": [dataclasses.asdict(r) for r in regions_of(state.output)],
@@ -541,6 +541,15 @@ def report(state: OptimizeState) -> dict[str, Any]:
                                   for v in state.check_findings],
             "notes": state.check.notes if state.check else []},
     }
+
+
+def _launch_ref(inst) -> dict:
+    """A launch as the report names it; ``file`` only where it is written in another file
+    than the main file (an included file whose launches are rewritten there)."""
+    ref = {"launch": inst.index, "kernel": inst.kernel.name, "line": inst.line}
+    if inst.file:
+        ref["file"] = inst.file
+    return ref
 
 
 def _syncs_crossed(state: OptimizeState, group) -> list[dict[str, Any]]:

@@ -105,6 +105,7 @@ class LaunchInstance:
     maps: tuple[AccessMap, ...]
     unplaced: str | None = None  # why it has no site, where more is known than "not found"
     written_line: int | None = None  # the line of the launch expression matched, kept when ``unplaced``
+    file: str | None = None  # the file its launch expression is written in, when not the main file
 
     @property
     def index(self) -> int:
@@ -119,6 +120,11 @@ class LaunchInstance:
         if self.site is not None:
             return self.site.range.line
         return self.written_line if self.written_line is not None else self.statement.line
+
+    @property
+    def where(self) -> str:
+        """``line 12``, or ``kernels.cu line 5`` for a launch written in another file."""
+        return f"{Path(self.file).name} line {self.line}" if self.file else f"line {self.line}"
 
 
 @dataclass
@@ -426,19 +432,21 @@ def _placed(launches: list[LaunchInstance], source: SourceIndex, host, kernels, 
     only where that launch expression runs nowhere else (one call site, which the
     analysis followed, and no other copy of it in the program's host code)."""
     spelled_kernels = {_spelled(k.name) for k in kernels.values()}
-    main = os.path.realpath(main_file)
-    sites_by_line: dict[int, list[LaunchSite]] = {}
+    # the files whose launches are rewritten (the main file, and those it includes once), by real path
+    rewritten = {os.path.realpath(f) for f in (main_file, *source.program_files)}
+    sites_by_line: dict[tuple[int, str], list[LaunchSite]] = {}
     for site in source.launches:
-        sites_by_line.setdefault(site.range.line, []).append(site)
+        sites_by_line.setdefault((site.range.line, os.path.realpath(site.range.file)), []).append(site)
 
-    taken: dict[tuple, int] = {}  # (calls, line, kernel) -> sites of it on that line given out
+    taken: dict[tuple, int] = {}  # (calls, line, file, kernel) -> sites of it on that line given out
 
-    def at(line: int | None, kernel: KernelModel, calls: tuple = ()) -> LaunchSite | None:
-        candidates = sites_by_line.get(line or -1, [])
+    def at(line: int | None, file: str | None, kernel: KernelModel, calls: tuple = ()) -> LaunchSite | None:
+        where = (line or -1, os.path.realpath(file) if file is not None else os.path.realpath(main_file))
+        candidates = sites_by_line.get(where, [])
         same = [s for s in candidates if _spelled(s.kernel) == _spelled(kernel.name)]
         if same:  # two launches of one kernel on one line: the first statement is the first written
             # (counted per call of the helper it is in: each call runs the same launch expressions)
-            key = (calls, line or -1, _spelled(kernel.name))
+            key = (calls, *where, _spelled(kernel.name))
             k = taken.get(key, 0)
             taken[key] = k + 1
             return same[k] if k < len(same) else None
@@ -449,7 +457,7 @@ def _placed(launches: list[LaunchInstance], source: SourceIndex, host, kernels, 
     if elsewhere is not None:  # the launches are modelled in a helper that also runs unfollowed
         return [dataclasses.replace(inst, site=None, unplaced=elsewhere) for inst in launches]
     placed, inner = [], {}
-    inner_sites: dict[tuple[int, str], LaunchSite] = {}  # (line, kernel) -> a helper's launch matched there
+    inner_sites: dict[tuple[int, str, str], LaunchSite] = {}  # (line, file, kernel) -> a helper's launch matched there
     for inst in launches:
         stmt = inst.statement
         if source.renumbered:
@@ -458,24 +466,28 @@ def _placed(launches: list[LaunchInstance], source: SourceIndex, host, kernels, 
             placed.append(inst)
             continue
         outer_file = stmt.written_at[-1][1] if stmt.written_at else None
-        in_main = outer_file is None or os.path.realpath(outer_file) == main
+        in_program = outer_file is None or os.path.realpath(outer_file) in rewritten
         calls = tuple(zip(stmt.through, stmt.call_lines))  # the calls of helpers it is modelled at
-        site = at(stmt.line, inst.kernel, calls) if in_main else None
-        why = None if in_main else _elsewhere_written(stmt, next(
-            k for k, (_, file) in enumerate(stmt.written_at) if file is not None and os.path.realpath(file) != main))
-        if site is None and in_main and stmt.inlined_from:
+        site = at(stmt.line, outer_file, inst.kernel, calls) if in_program else None
+        why = None if in_program else _elsewhere_written(source, stmt, next(
+            k for k, (_, file) in enumerate(stmt.written_at)
+            if file is not None and os.path.realpath(file) not in rewritten))
+        if site is None and in_program and stmt.inlined_from:
             for k, (line, file) in enumerate(stmt.written_at[:-1]):
-                if file is not None and os.path.realpath(file) != main:
-                    why = why or _elsewhere_written(stmt, k)
+                if file is not None and os.path.realpath(file) not in rewritten:
+                    why = why or _elsewhere_written(source, stmt, k)
                     continue
                 # a helper inlined at several calls: its launch, matched for the first, is this one too
-                site = at(line, inst.kernel, calls) or inner_sites.get((line, _spelled(inst.kernel.name)))
+                key = (line, os.path.realpath(file or main_file), _spelled(inst.kernel.name))
+                site = at(line, file, inst.kernel, calls) or inner_sites.get(key)
                 if site is not None:
-                    inner_sites[(line, _spelled(inst.kernel.name))] = site
+                    inner_sites[key] = site
                     inner.setdefault(id(site), []).append(len(placed))
                     break
-        placed.append(dataclasses.replace(inst, site=site, unplaced=why if site is None else None,
-                                          written_line=site.range.line if site is not None else None))
+        placed.append(dataclasses.replace(
+            inst, site=site, unplaced=why if site is None else None,
+            written_line=site.range.line if site is not None else None,
+            file=site.range.file if site is not None and site.range.file != source.main_file else None))
     by_site: dict[int, list[int]] = {}
     for k, inst in enumerate(placed):
         if inst.site is not None:
@@ -493,7 +505,7 @@ def _placed(launches: list[LaunchInstance], source: SourceIndex, host, kernels, 
             continue
         # in a helper: the inlined copies of it, or the calls of it modelled where they are
         # made, each run this one launch expression
-        runs = copies.get((site.range.line, main), 0)
+        runs = copies.get((site.range.line, os.path.realpath(site.range.file)), 0)
         if len(members) > 1 or runs != 1:
             n = max(len(members), runs)
             why = (f"it is written once in {site.function} (line {site.range.line}), which runs it for {n} "
@@ -522,13 +534,16 @@ def _calls_apart(calls: list[HostStatement], demangle) -> str:
     return ""
 
 
-def _elsewhere_written(stmt: HostStatement, k: int) -> str:
-    """Why a launch written outside the main file (link ``k`` of its chain, innermost
-    first) is not rewritten: the file, the line there and the function it is written in."""
+def _elsewhere_written(source: SourceIndex, stmt: HostStatement, k: int) -> str:
+    """Why a launch written outside the files rewritten (link ``k`` of its chain, innermost
+    first) is not rewritten: the file, the line there, the function it is written in, and
+    what keeps that file from being rewritten."""
     line, file = stmt.written_at[k]
     function = stmt.written_in[k] if k < len(stmt.written_in) else ""
+    why = next((w for f, w in source.not_rewritten.items() if os.path.realpath(f) == os.path.realpath(file)),
+               "which the main file does not include")
     return (f"it is written in {Path(file).name} at line {line}" + (f" (in {function})" if function else "")
-            + ", and only the main file is rewritten")
+            + f", {why}: only the main file and the files it includes once, directly, are rewritten")
 
 
 def _launch_copies(host) -> dict[tuple[int, str], int]:

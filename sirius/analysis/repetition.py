@@ -234,7 +234,7 @@ class _PrivateTemporaries:
         resolved: dict[tuple[int, int], tuple[str, tuple[int, int], int]] = {}
         for j, idx in enumerate(row):
             inst = self.insts[idx]
-            here = f"{inst.kernel.name} (line {inst.line})"
+            here = f"{inst.kernel.name} ({inst.where})"
             mine = [(p, name, arg) for p, (name, arg) in enumerate(inst.bindings)
                     if arg.kind == "buffer" and arg.buffer in allocs]
             touched = {}
@@ -348,7 +348,7 @@ def _arguments(insts, table: list[list[int]], iterator: str, steps: int
         first = insts[table[0][j]]
         for p, (name, _) in enumerate(first.bindings):
             args = [insts[table[c][j]].bindings[p][1] for c in range(k)]
-            where = f"argument {name} of {first.kernel.name} (line {first.line})"
+            where = f"argument {name} of {first.kernel.name} ({first.where})"
             kinds = {a.kind for a in args}
             if kinds == {"scalar"}:
                 if all(a.value is not None for a in args):

@@ -123,6 +123,18 @@ class ForLoop:
 
 
 @dataclass(frozen=True)
+class IncludedProgramFile:
+    """A file of the program's own that the main file includes once, directly: its host
+    code is indexed as the main file's, and launches in it are rewritten in a copy of its
+    text that the emitted program holds in place of the ``#include`` line."""
+
+    path: str  # as the translation unit names it
+    start: int  # the #include line in the main file: its first byte
+    end: int  # and the byte after its line end
+    line: int  # the #include's line in the main file
+
+
+@dataclass(frozen=True)
 class MacroUse:
     """A use of one of the program's own macros (defined in its files or with ``-D``)."""
 
@@ -155,6 +167,21 @@ class SourceIndex:
     # code of the program's own that runs when it leaves early (atexit handlers, a catch, ...)
     end_observers: tuple[EndObserver, ...] = ()
     renumbered: bool = False  # the main file has #line directives: clang's lines are not the file's
+    # files whose launches are rewritten besides the main file's, by path; and, for each
+    # other file of the program's own with host code, why its launches are not
+    program_files: dict[str, IncludedProgramFile] = field(default_factory=dict)
+    not_rewritten: dict[str, str] = field(default_factory=dict)
+
+    def rewritten_file(self, file: str | None) -> bool:
+        """Whether launches written in ``file`` are rewritten where they are written."""
+        return file is not None and (file == self.main_file or file in self.program_files)
+
+    def program_order(self, file: str, offset: int) -> tuple[int, int, int]:
+        """Where byte ``offset`` of ``file`` (the main file or one of ``program_files``)
+        comes in the emitted program, as a key to compare positions across the files."""
+        if file in self.program_files:
+            return (self.program_files[file].start, 1, offset)
+        return (offset, 0, 0)
 
     def macros_in(self, ranges: list[SourceRange], objects_only: bool = True) -> list[str]:
         """The program's object-like macros (all, without ``objects_only``) used in
@@ -600,6 +627,34 @@ def _include_points(tu, main_file: str, source: bytes) -> dict[str, int]:
     return points
 
 
+def _program_files(tu, main_file: str, source: bytes) -> tuple[dict[str, IncludedProgramFile], dict[str, str]]:
+    """The files of the program's own (not system headers) that one ``#include`` of the
+    translation unit names, written in the main file: a copy of such a file's text can
+    stand in place of that line. For the others, why not."""
+    directives: dict[str, list] = {}
+    for c in tu.cursor.get_children():
+        if c.kind == ci.CursorKind.INCLUSION_DIRECTIVE and c.location.file is not None:
+            target = c.get_included_file()
+            if target is not None and str(target) != main_file:
+                directives.setdefault(str(target), []).append(c)
+    rewritten, why = {}, {}
+    for path, uses in directives.items():
+        target = uses[0].get_included_file()
+        if ci.SourceLocation.from_position(tu, target, 1, 1).is_in_system_header \
+                or any(c.location.is_in_system_header for c in uses):
+            continue
+        if len(uses) > 1:
+            why[path] = f"which the program includes {len(uses)} times"
+        elif str(uses[0].location.file) != main_file:
+            why[path] = f"which the main file includes through {Path(str(uses[0].location.file)).name}"
+        else:
+            start = source.rfind(b"\n", 0, uses[0].extent.start.offset) + 1
+            end = source.find(b"\n", uses[0].extent.end.offset)
+            rewritten[path] = IncludedProgramFile(path, start, len(source) if end < 0 else end + 1,
+                                                  uses[0].location.line)
+    return rewritten, why
+
+
 def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
     """Index kernels, launches and allocations of the main file of ``job``, and the kernels
     of the headers it includes (not system headers). A kernel template is indexed once per
@@ -620,14 +675,22 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
     templates: dict[tuple[str, int, int], object] = {}  # kernel templates by the location of their name
     instances: dict[str, object] = {}  # launched template instances by stub name
 
-    def text_of(c) -> bytes:
-        name = str(c.location.file)
+    def text_of_file(name: str) -> bytes:
         if name not in files:
             files[name] = Path(name).read_bytes()
         return files[name]
 
+    def text_of(c) -> bytes:
+        return text_of_file(str(c.location.file))
+
+    if bodies:
+        out.program_files, out.not_rewritten = _program_files(tu, main_file, source)
+
     def in_main(c) -> bool:
         return c.location.file is not None and str(c.location.file) == main_file
+
+    def in_program(c) -> bool:  # host code indexed: the main file's, and program files'
+        return c.location.file is not None and out.rewritten_file(str(c.location.file))
 
     def kernel(c) -> None:
         if c.kind == ci.CursorKind.FUNCTION_TEMPLATE:
@@ -649,7 +712,7 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
             if kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE) and _is_kernel(c):
                 kernel(c)
                 continue
-            if not in_main(c):  # a header of the program's own: only its kernels
+            if not in_program(c):  # a header of the program's own: only its kernels
                 if kind in (ci.CursorKind.NAMESPACE, ci.CursorKind.LINKAGE_SPEC):
                     visit(c, function)
                 continue
@@ -660,7 +723,8 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
                     out.function_ranges.setdefault(c.spelling, _range(c))
                 visit(c, c.spelling, _is_program_entry(c))
                 continue
-            if kind == ci.CursorKind.FOR_STMT and function is not None:
+            # loops by line are the main file's (the IR's loop lines are where main calls a helper)
+            if kind == ci.CursorKind.FOR_STMT and function is not None and in_main(c):
                 iterator = _loop_iterator(c)
                 header = list(c.get_children())[:-1]
                 pure = all(_changes_only(h, frozenset({iterator} if iterator else ()), changing_macros)
@@ -670,24 +734,25 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
                 children = list(c.get_children())
                 if len(children) >= 2 and children[1].kind == ci.CursorKind.CALL_EXPR \
                         and children[1].spelling == "__cudaPushCallConfiguration":
-                    config = tuple(_text(source, a) for a in children[1].get_arguments()
-                                   if a.extent.start.line > 0 and _text(source, a))
-                    args = tuple(_text(source, a) for a in children[2:])
-                    written = _text(source, c)
+                    text = text_of(c)
+                    config = tuple(_text(text, a) for a in children[1].get_arguments()
+                                   if a.extent.start.line > 0 and _text(text, a))
+                    args = tuple(_text(text, a) for a in children[2:])
+                    written = _text(text, c)
                     macro = None if "<<<" in written else written.split("(", 1)[0].strip()
                     callee = written.split("<<<", 1)[0].strip() if macro is None else (c.spelling or "")
                     if in_braces and block is None:
                         block = len(out.host_blocks)
                         out.host_blocks.append(HostBlock(_range(cursor), tuple(
                             statement_flow(s, returns_leave_program, ends) for s in cursor.get_children())))
-                    out.launches.append(LaunchSite(c.spelling or _text(source, children[0]), function,
+                    out.launches.append(LaunchSite(c.spelling or _text(text, children[0]), function,
                                                    config, args, _range(c), in_braces, macro, callee, block,
                                                    position))
                     out.functions_with_launches.add(function)
                     target = c.referenced
                     if target is not None and target.get_num_template_arguments() >= 0 and target.mangled_name:
                         instances.setdefault(target.mangled_name, target)
-                elif c.spelling in _ALLOC_FUNCS:
+                elif c.spelling in _ALLOC_FUNCS and in_main(c):  # named by line: the main file's
                     args = list(c.get_arguments())
                     var = _allocated_variable(source, args[0]) if args else None
                     size = _text(source, args[1]) if len(args) > 1 else ""
@@ -696,7 +761,8 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
 
     visit(tu.cursor, None)
     if bodies:
-        _index_macros(tu, job.flags.defines, out, source.decode("utf-8", "replace"))
+        _index_macros(tu, job.flags.defines, out, "\n".join(
+            text_of_file(f).decode("utf-8", "replace") for f in (main_file, *out.program_files)))
         out.kernels = {stub: _with_unwritable_macros(d, out) for stub, d in out.kernels.items()}
     for stub, target in instances.items():
         pattern = templates.get((str(target.location.file), target.location.line, target.location.column))
@@ -707,5 +773,6 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
         points = _include_points(tu, main_file, source)
         out.visible_after = {h: points[h] for h in headers if h in points}
     out.included = tuple(sorted({str(inc.include) for inc in tu.get_includes() if inc.include is not None}))
-    out.renumbered = re.search(rb"^[ \t]*#[ \t]*line\b", source, re.MULTILINE) is not None
+    out.renumbered = any(re.search(rb"^[ \t]*#[ \t]*line\b", text_of_file(f), re.MULTILINE) is not None
+                         for f in (main_file, *out.program_files))
     return out

@@ -131,6 +131,12 @@ def _dump(name: str, st: OptimizeState) -> None:
         print(f"after {name}: {len(st.model.launches)} launches modelled")
 
 
+def _launch_label(m: dict) -> str:
+    """A launch of the report as the summary names it: ``scale (line 12)``, or
+    ``scale (kernels.cu line 5)`` when it is written in an included file."""
+    return f"{m['kernel']} ({Path(m['file']).name + ' ' if m.get('file') else ''}line {m['line']})"
+
+
 def _render(rep: dict) -> str:
     policy = "" if rep.get("policy", DEFAULT) == DEFAULT else f", policy {rep['policy']}"
     lines = [f"optimized {rep['program']} (arrangement {rep['arrangement']}{policy})",
@@ -140,7 +146,7 @@ def _render(rep: dict) -> str:
              f"  launch statements: {rep['launch_statements_before']} -> {rep['launch_statements_after']}",
              f"  distinct kernels: {rep['kernels_before']} -> {rep['kernels_after']}"]
     for g in rep["groups"]:
-        lanes = " | ".join(" -> ".join(f"{m['kernel']} (line {m['line']})" for m in lane) for lane in g["lanes"])
+        lanes = " | ".join(" -> ".join(_launch_label(m) for m in lane) for lane in g["lanes"])
         lines.append(f"  {g['kernel']} (region {g['region']}, step {g['step']}): {g['arrangement']}, "
                      f"{g['barriers_inserted']} barriers inserted: {lanes}")
         if g.get("across_syncs"):
@@ -158,11 +164,11 @@ def _render(rep: dict) -> str:
                              f"({len(g['assumes'])} checks: launch shapes, integer arguments, pointer distances; "
                              "see the report's \"assumes\"), else the original launches run")
     for c in rep.get("cooperative", ()):
-        phases = " | ".join(", ".join(f"{m['kernel']} (line {m['line']})" for m in phase) for phase in c["phases"])
+        phases = " | ".join(", ".join(_launch_label(m) for m in phase) for phase in c["phases"])
         lines.append(f"  {c['kernel']} (region {c['region']}): one cooperative launch, {len(c['phases'])} phases, "
                      f"{c['grid_barriers']} grid barriers: {phases}")
     for c in rep.get("cell_waves", ()):
-        phases = " | ".join(", ".join(f"{m['kernel']} (line {m['line']})" for m in phase) for phase in c["phases"])
+        phases = " | ".join(", ".join(_launch_label(m) for m in phase) for phase in c["phases"])
         how = ("all waves in one cooperative launch, a grid barrier between two" if c["persistent"] else
                "one cooperative launch per anti-diagonal of (step, layer)")
         if c["layers"] == 1:  # the loop body read as one copy of itself: each step a wave of one cell
@@ -177,10 +183,10 @@ def _render(rep: dict) -> str:
                      f"{c['grid_barriers_per_wave']} grid barriers within each; private temporaries in "
                      f"{c['scratch_bytes']} bytes of scratch: {phases}")
     for r in rep["refused"]:
-        who = ", ".join(f"{m['kernel']} (line {m['line']})" for m in r["launches"])
+        who = ", ".join(_launch_label(m) for m in r["launches"])
         lines.append(f"  not fused: {who}: {r['reason']}")
     for pair in rep.get("apart_without_reason", ()):
-        who = ", ".join(f"{m['kernel']} (line {m['line']})" for m in pair)
+        who = ", ".join(_launch_label(m) for m in pair)
         lines.append(f"  not fused: {who}: no reason recorded (an internal error of the optimizer: the output is "
                      "correct, the refusal is missing)")
     for p in rep["passes"]:

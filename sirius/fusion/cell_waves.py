@@ -163,7 +163,7 @@ def _footprints(model: ProgramModel, rep: Repetition) -> tuple[dict[str, isl.Map
                 if a.buffer in model.device_globals:
                     buffer, got = a.buffer, None
                 elif arg is None or arg.kind != "buffer":
-                    return (f"{inst.kernel.name} (line {inst.line}) accesses memory through a pointer "
+                    return (f"{inst.kernel.name} ({inst.where}) accesses memory through a pointer "
                             "of unknown origin")
                 elif arg.buffer in rep.private:
                     continue
@@ -197,7 +197,7 @@ def plan_cell_waves(model: ProgramModel, schedule: Schedule, rep: Repetition) ->
         inst = model.launch(idx)
         problem = fragment_problem(model, inst)
         if problem is not None:
-            return why(f"{inst.kernel.name} (line {inst.line}) cannot be a fragment: {problem.text}")
+            return why(f"{inst.kernel.name} ({inst.where}) cannot be a fragment: {problem.text}")
     groups = _cell_groups(schedule, rep)
     uneven = _stride_problem(rep)
     if uneven is not None:

@@ -18,14 +18,17 @@ scheduled order.
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 from sirius.analysis.build_macros import SAME_TOKENS, STRINGIZE
 from sirius.analysis.program_model import ProgramModel
+from sirius.analysis.source_index import SourceRange
 from sirius.core.target import WARP_SIZE
 from sirius.fusion.fragment_text import (BLOCK_SYNC_HELPER, fragment_function, fragment_name, keeping_lines,
                                          line_directive, line_end, strip_restrict, with_line_end)
 from sirius.fusion.host_text import (SAME_BITS_HELPER, cell_checks, cell_wave_host, cooperative_launch, issue_launch,
                                      open_region, original_launch, temporaries, wavefront_host)
+from sirius.fusion.included_text import in_place_text
 from sirius.fusion.kernel_ir import (CellWavesLaunch, CooperativeLaunch, FusedProgram, KernelIR, KernelRole,
                                      WavefrontLaunch)
 from sirius.fusion.kernel_text import (cell_wave_kernel, cooperative_kernel, fused_kernel, passed_params, signature,
@@ -61,14 +64,29 @@ def generate(model: ProgramModel, program: FusedProgram, source: str) -> tuple[s
     # program's macros there are those its body was written with (a macro redefined
     # between kernels, or #undef'd after them, means something else further down)
     in_place: list[tuple[int, int, str]] = []
-    main = model.source.main_file
-    # a fragment of a kernel of an included file names that file in its #line; then every
-    # #line sirius writes names its file (the main file's, once one has named another)
-    named = main if any(decls[f.launch].range.file != main for k in kernels
-                        for lane in k.lanes for f in lane.fragments) else None
+    index = model.source
+    main = index.main_file
     used = [insts[i] for k in kernels for i in k.group.launches]
-    insert_at = max(model.source.visible_from(decls[i.statement.index]) for i in used)
-    block_line = source.encode()[:insert_at].count(b"\n") + 1  # the generated kernels' line in the main file
+    # a fragment of a kernel of an included file names that file in its #line, and so does
+    # the copy of an included file whose launches are rewritten; then every #line sirius
+    # writes names its file (the main file's, once one has named another)
+    named = main if any(decls[f.launch].range.file != main for k in kernels
+                        for lane in k.lanes for f in lane.fragments) \
+        or any(insts[i].site.range.file != main for r in program.regions for i in r.launches) else None
+    texts = {main: source.encode()}
+    texts.update({f: Path(f).read_bytes() for f in index.program_files})
+    edits: dict[str, list[tuple[int, int, str]]] = {f: [] for f in texts}
+    entry = _first_rewritten_function(model, used)
+    block_file, insert_at = main, max(index.visible_from(decls[i.statement.index]) for i in used)
+    # the fused kernels' prototypes go before the first function that launches them, when
+    # they are defined after it
+    declare = entry is not None and index.program_order(main, insert_at) > index.program_order(
+        entry.file, entry.start_offset)
+    if declare and any(k.role.per_cell for k in kernels):
+        # wave kernels need the helper macros too: keep everything above the entry
+        block_file, insert_at, declare = entry.file, entry.start_offset, False
+    # the generated kernels' line in their file
+    block_line = texts[block_file][:insert_at].count(b"\n") + 1
     for k in kernels:
         for f in (f for lane in k.lanes for f in lane.fragments):
             name = fragment_name(insts[f.launch])
@@ -82,10 +100,9 @@ def generate(model: ProgramModel, program: FusedProgram, source: str) -> tuple[s
                                          file=named if here else decl.range.file)
                 if here:
                     in_place.append((decl.range.end_offset, decl.range.end_offset, "\n" + text))
-                else:  # what follows is the main file's again
-                    kernels_text.append(text + line_directive(block_line, main))
+                else:  # what follows is the block's file again
+                    kernels_text.append(text + line_directive(block_line, block_file))
     fused: dict[int, KernelIR] = {}
-    edits: list[tuple[int, int, str]] = []
     table = RegionTable()
     phases_of = {region: list(launch.phases) for region, launch in cooperative.items()}
     for region, launch in cooperative.items():
@@ -99,7 +116,7 @@ def generate(model: ProgramModel, program: FusedProgram, source: str) -> tuple[s
         fused.update({k.group.id: k for k in phases})
         loop = plan.repetition.loop.range
         host = cell_wave_host(plan, phases, guard, source.encode(), slots, named)
-        edits.append((loop.start_offset, loop.end_offset, host))
+        edits[main].append((loop.start_offset, loop.end_offset, host))  # loops are the main file's
     for k in kernels:
         if k.role is KernelRole.CELL_PHASE:
             continue
@@ -112,7 +129,7 @@ def generate(model: ProgramModel, program: FusedProgram, source: str) -> tuple[s
             kernels_text.append(wavefront_kernel(wavefronts[k.group.id], insts, decls))
             host = wavefront_host(wavefronts[k.group.id], insts, source.encode(), slots, named)
             loop = wavefronts[k.group.id].plan.outer_loop.range
-            edits.append((loop.start_offset, loop.end_offset, host))
+            edits[main].append((loop.start_offset, loop.end_offset, host))
             continue
         kernels_text.append(fused_kernel(k, insts, decls))
         fused[k.group.id] = k
@@ -140,45 +157,62 @@ def generate(model: ProgramModel, program: FusedProgram, source: str) -> tuple[s
                 text += (f"; if ({checked}) {{ /* sirius: fused launches */ {slots.took(PathKind.FUSED)} {issue}; }} "
                          f"else {{ /* sirius: not the shapes optimized for: the original launches */ "
                          f"{slots.fell_back()} {original}; }}")
-            edits.append((inst.site.range.start_offset, inst.site.range.end_offset, text))
+            edits[inst.site.range.file].append((inst.site.range.start_offset, inst.site.range.end_offset, text))
 
-    data = source.encode()
-    entry = model.source.function_ranges.get(model.host.entry) or next(
-        (r for name, r in model.source.function_ranges.items()
-         if model.host.entry.startswith("_Z") and f"{len(name)}{name}" in model.host.entry), None)
-    # the first host function a rewritten launch is in (the entry, or a helper written before it)
-    hosts = [entry] + [model.source.function_ranges.get(i.site.function) for i in used if i.site is not None]
-    entry = min((r for r in hosts if r is not None), key=lambda r: r.start_offset, default=None)
     helpers = ("#ifndef sirius_floord\n#define sirius_floord(n, d) (((n) < 0) ? -((-(n) + (d) - 1) / (d)) : (n) / (d))\n"
                "#define sirius_min(a, b) ((a) < (b) ? (a) : (b))\n#define sirius_max(a, b) ((a) > (b) ? (a) : (b))\n"
                "#endif\n" + SAME_BITS_HELPER + STRINGIZE + SAME_TOKENS)
     prototypes = ""
-    if entry is not None and insert_at > entry.start_offset:
+    if declare:
         prototypes = helpers + "".join(signature(k.name, passed_params(k), k.threads) + ";\n"
                              for k in fused.values() if k.role is KernelRole.FUSED)
         prototypes += "".join(signature(launch.plan.name, [strip_restrict(p.declared) for k in launch.phases
                                                             for p in k.params if p.passed], launch.plan.threads) + ";\n"
                               for launch in cooperative.values())
-        if any(k.role.per_cell for k in kernels):
-            prototypes = ""  # wave kernels need the helper macros too: keep everything above the entry
-            insert_at = entry.start_offset
     top = table.header() if table.slots else ""  # first, before the program's own macros can rename what it uses
     if cooperative or cell_waves:  # (with the barrier of narrow phases, which fragments
         # written after their kernels call)
         top += "#include <cooperative_groups.h>  // sirius: cooperative launches below\n" + (
             BLOCK_SYNC_HELPER if narrow else "")
     start = 3 if source.startswith("\ufeff") else 0  # after a byte-order mark, which must stay first
-    edits.append((start, start, top))
+    edits[main].append((start, start, top))
     block = ("\n\n// ---- kernels generated by sirius ----\n" + helpers + "\n".join(kernels_text)
-             + "// ---- end of generated kernels ----\n").encode()
-    edits.append((insert_at, insert_at, block.decode()))
-    edits += in_place  # after the block: at one offset (the last kernel's end) the fragment comes first
+             + "// ---- end of generated kernels ----\n")
+    edits[block_file].append((insert_at, insert_at, block))
+    edits[main] += in_place  # after the block: at one offset (the last kernel's end) the fragment comes first
     if prototypes:
-        edits.append((entry.start_offset, entry.start_offset, "// sirius: fused kernels, defined below\n" + prototypes))
-    # what is inserted ends its lines as the file does (a CRLF file stays CRLF throughout);
-    # offsets are the file's bytes, as clang's, so a CRLF is two of them
+        edits[entry.file].append((entry.start_offset, entry.start_offset,
+                                  "// sirius: fused kernels, defined below\n" + prototypes))
+    eol = line_end(texts[main])
+    for path, included in index.program_files.items():
+        if edits[path]:  # its text, edited, in place of its #include
+            edited = _edited(texts[path], edits[path], path)
+            edits[main].append((included.start, included.end, in_place_text(included, edited, main, eol)))
+    return _edited(texts[main], edits[main], named).decode(), list(fused.values())
+
+
+def _edited(data: bytes, edits: list[tuple[int, int, str | bytes]], named: str | None) -> bytes:
+    """``data`` (a file's bytes) with ``edits`` (start, end, text) applied, the lines after
+    each keeping their numbers (``#line`` directives naming ``named``). What sirius inserts
+    ends its lines as the file does (a CRLF file stays CRLF throughout); offsets are the
+    file's bytes, as clang's, so a CRLF is two of them. Bytes are inserted as they are
+    (an included file's edited text, which has its own line ends and directives)."""
     eol = line_end(data)
+    source = data
     for start, end, text in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
-        text = with_line_end(keeping_lines(source.encode(), start, end, text, named), eol)
-        data = data[:start] + text.encode() + data[end:]
-    return data.decode(), list(fused.values())
+        inserted = text if isinstance(text, bytes) else \
+            with_line_end(keeping_lines(source, start, end, text, named), eol).encode()
+        data = data[:start] + inserted + data[end:]
+    return data
+
+
+def _first_rewritten_function(model: ProgramModel, used) -> SourceRange | None:
+    """The first host function, in the emitted program's order, that a rewritten launch is
+    in: the entry, or a helper written before it (in the main file or a file it includes)."""
+    index = model.source
+    entry = index.function_ranges.get(model.host.entry) or next(
+        (r for name, r in index.function_ranges.items()
+         if model.host.entry.startswith("_Z") and f"{len(name)}{name}" in model.host.entry), None)
+    hosts = [entry] + [index.function_ranges.get(i.site.function) for i in used if i.site is not None]
+    return min((r for r in hosts if r is not None and index.rewritten_file(r.file)),
+               key=lambda r: index.program_order(r.file, r.start_offset), default=None)

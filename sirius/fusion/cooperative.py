@@ -86,15 +86,15 @@ def phases_problem(model: ProgramModel, schedule: Schedule, groups: list[FusionG
     for inst in launches:
         s = inst.statement
         if s.grid is None or s.block is None or s.grid.constant() is None or s.block.constant() is None:
-            return f"{inst.kernel.name} (line {inst.line}) has a launch shape the analysis cannot evaluate"
+            return f"{inst.kernel.name} ({inst.where}) has a launch shape the analysis cannot evaluate"
         decl = model.kernel_decls.get(inst.kernel.mangled)
         if decl is not None and decl.template_params:
-            return f"{inst.kernel.name} (line {inst.line}) is a template instance"
+            return f"{inst.kernel.name} ({inst.where}) is a template instance"
         if index_helpers(model, inst):  # each phase runs its blocks as virtual blocks of the grid
             return helper_reason(model, inst)
         leave = next((e for e in inst.kernel.early_exits if e.reaches_barrier and e.divergent), None)
         if leave is not None:
-            return (f"{inst.kernel.name} (line {inst.line}) returns early (line {leave.line}) before a barrier, in some "
+            return (f"{inst.kernel.name} ({inst.where}) returns early (line {leave.line}) before a barrier, in some "
                     "threads of a block: in a cooperative kernel those threads go on to the phase loop's next "
                     "barrier, which would pair with the one they skipped")
         ldg = inst.kernel.noncoherent_load()
@@ -125,7 +125,7 @@ def phases_problem(model: ProgramModel, schedule: Schedule, groups: list[FusionG
                 talker = next((t for t in map(model.launch, lane.launches) if t.kernel.warp_ops or t.kernel.shared),
                               None)
                 if talker is not None:
-                    return (f"{talker.kernel.name} (line {talker.line}) runs in blocks of {size} threads, "
+                    return (f"{talker.kernel.name} ({talker.where}) runs in blocks of {size} threads, "
                             f"more than the cooperative kernel's {threads}, and its threads share data (shared "
                             "memory or warp operations): they cannot run in turns")
     return None
@@ -138,7 +138,7 @@ def _narrow_problem(model: ProgramModel, launches, size: int) -> str | None:
     body, where the printer can see it."""
     inst = launches[0]
     if size % WARP_SIZE:
-        return (f"{inst.kernel.name} (line {inst.line}) synchronizes blocks of {size} threads, not whole "
+        return (f"{inst.kernel.name} ({inst.where}) synchronizes blocks of {size} threads, not whole "
                 "warps: a barrier over part of a larger block counts warps")
     for inst in launches:
         decl = model.kernel_decls.get(inst.kernel.mangled)
@@ -146,7 +146,7 @@ def _narrow_problem(model: ProgramModel, launches, size: int) -> str | None:
         for barrier in (b for b in inst.kernel.barriers if b.kind == "block"):
             k = barrier.line - decl.body_line if decl is not None else -1
             if not (0 <= k < len(lines) and BARRIER_CALL.search(lines[k])):
-                return (f"{inst.kernel.name} (line {inst.line}) synchronizes at line {barrier.line} other "
+                return (f"{inst.kernel.name} ({inst.where}) synchronizes at line {barrier.line} other "
                         "than by a __syncthreads() in its body (a helper function, a cooperative group or a "
                         "counting barrier), which cannot count part of a block")
     return None

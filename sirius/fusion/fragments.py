@@ -92,7 +92,7 @@ def part_warp_problem(model: ProgramModel, inst: LaunchInstance, size: int) -> s
     k = inst.kernel
     if not (k.warp_ops or k.warp_masks) or size % WARP_SIZE == 0:
         return None
-    here = f"{k.name} (line {inst.line}) uses warp operations in blocks of {size} threads, part of a warp"
+    here = f"{k.name} ({inst.where}) uses warp operations in blocks of {size} threads, part of a warp"
     if k.skippable_warp_op is not None:  # in the original a thread that returned has exited: not waited for
         return (f"{here}, and a thread may return before the one at line {k.skippable_warp_op}: in the fused kernel "
                 "it waits for the rest of the block instead, and the operation would wait for it")

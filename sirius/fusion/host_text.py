@@ -184,8 +184,9 @@ def issue_launch(issue: ir.Issue, insts, fused: dict[int, KernelIR]) -> str:
 def open_region(table: RegionTable, kind: str, launches, insts) -> RegionSlots:
     """The counters of a region of ``launches`` (see region_paths), its conditions
     described in the program's own terms."""
-    first = insts[launches[0]].line
-    return table.open(kind, first, [insts[i].kernel.name for i in launches], lambda c: _readable(c, insts))
+    first = insts[launches[0]]
+    return table.open(kind, first.line, [insts[i].kernel.name for i in launches], lambda c: _readable(c, insts),
+                      first.file)
 
 
 _TEMPORARY = re.compile(r"\bsirius_(?:a(\d+)_(\d+)|([gbs])(\d+))\b")

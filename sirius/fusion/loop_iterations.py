@@ -102,10 +102,10 @@ def _problem(model: ProgramModel, uar: UAR, schedule: Schedule, pair: LoopPair, 
     a, b = insts[pair.last], insts[pair.first]
     where = f"the host loop at line {pair.loop.line}" if pair.loop.line is not None else "a host loop"
     if pair.last == pair.first:
-        head = f"{a.kernel.name} (line {a.line}) in successive iterations of {where}"
+        head = f"{a.kernel.name} ({a.where}) in successive iterations of {where}"
     else:
-        head = (f"{a.kernel.name} (line {a.line}) ending an iteration of {where} and {b.kernel.name} "
-                f"(line {b.line}) beginning the next")
+        head = (f"{a.kernel.name} ({a.where}) ending an iteration of {where} and {b.kernel.name} "
+                f"({b.where}) beginning the next")
     between = _host_statements_between(model, pair)
     if between:
         shown = "; ".join(s.describe() for s in between[:3]) + ("; ..." if len(between) > 3 else "")

@@ -159,7 +159,7 @@ class RegionLegality:
                 inst = self.model.launch(unknown[0].lanes[0][0])
                 stmt = inst.statement
                 return Problem(RefusalKind.SHAPE_UNKNOWN,
-                               f"launch configuration at line {inst.line} is not known when optimizing "
+                               f"launch configuration at {inst.where} is not known when optimizing "
                                f"(grid {stmt.grid}, block {stmt.block}); a fused kernel would hold for one "
                                "shape only")
             return Problem(RefusalKind.SHAPE_DIFFERS, "different launch configurations")

@@ -64,6 +64,7 @@ class FusedRegion:
     kernels: tuple[str, ...]       # the kernels of its launches, in order
     conditions: tuple[str, ...]    # the guard's conditions, readable
     base: int
+    file: str | None = None        # the file ``line`` is in, when not the main file (an included one)
 
     @property
     def size(self) -> int:
@@ -82,6 +83,7 @@ class RegionSlots:
     base: int
     describe: Callable[[str], str]
     conditions: list[str] = field(default_factory=list)
+    file: str | None = None
 
     def holds(self, text: str) -> str:
         """The C condition ``text``, the next of the guard, recorded when it fails."""
@@ -101,7 +103,7 @@ class RegionSlots:
         return f"sirius_fell_back({self.base + int(PathKind.GUARD_FAILED)}, {len(self.conditions)});"
 
     def region(self) -> FusedRegion:
-        return FusedRegion(self.id, self.kind, self.line, self.kernels, tuple(self.conditions), self.base)
+        return FusedRegion(self.id, self.kind, self.line, self.kernels, tuple(self.conditions), self.base, self.file)
 
 
 @dataclass
@@ -111,10 +113,11 @@ class RegionTable:
 
     slots: list[RegionSlots] = field(default_factory=list)
 
-    def open(self, kind: str, line: int | None, kernels, describe: Callable[[str], str] = str) -> RegionSlots:
+    def open(self, kind: str, line: int | None, kernels, describe: Callable[[str], str] = str,
+             file: str | None = None) -> RegionSlots:
         assert kind in FUSED_PATH, kind
         base = sum(r.region().size for r in self.slots)
-        self.slots.append(RegionSlots(len(self.slots), kind, line, tuple(kernels), base, describe))
+        self.slots.append(RegionSlots(len(self.slots), kind, line, tuple(kernels), base, describe, file=file))
         return self.slots[-1]
 
     @property
@@ -161,8 +164,8 @@ def regions_of(source: str) -> list[FusedRegion]:
     for line in source.splitlines():
         if line.startswith(TABLE_PREFIX):
             data = json.loads(line[len(TABLE_PREFIX):])
-            return [FusedRegion(r["id"], r["kind"], r["line"], tuple(r["kernels"]), tuple(r["conditions"]), r["base"])
-                    for r in data["regions"]]
+            return [FusedRegion(r["id"], r["kind"], r["line"], tuple(r["kernels"]), tuple(r["conditions"]), r["base"],
+                                r.get("file")) for r in data["regions"]]
     return []
 
 
@@ -229,7 +232,7 @@ def render(runs: list[RegionRuns], program: str) -> tuple[list[str], list[str]]:
     lines, warnings = [f"fused regions: {len(runs)}, {fused} of them took their fused path in this run:"], []
     for rr in runs:
         r = rr.region
-        where = f"{program}:{r.line}" if r.line else program
+        where = f"{Path(r.file).name if r.file else program}:{r.line}" if r.line else program
         took = ", ".join(f"{name} {n}" for name, n in rr.paths.items()) or "not reached"
         lines.append(f"  region {r.id} ({r.kind}, {where}, {' '.join(r.kernels)}): {took}")
         for cond, n in rr.failed.items():

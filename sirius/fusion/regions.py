@@ -114,7 +114,7 @@ def _separator(index: SourceIndex, stmts, inst, previous: int | None, launch: Ho
             where = f" in {stmt.inlined_from}" if stmt.inlined_from else ""
             why = "its launch expression is not in the source"
         return Problem(RefusalKind.UNREWRITABLE_LAUNCH,
-                       f"the launch of {unplaced.kernel.name}{where} at line {unplaced.line} cannot be rewritten ({why})")
+                       f"the launch of {unplaced.kernel.name}{where} at {unplaced.where} cannot be rewritten ({why})")
     if stmts[previous].loops != launch.loops:
         return Problem(RefusalKind.LOOP_NEST, "they are in different host loop nests")
     if a.site.function != b.site.function:

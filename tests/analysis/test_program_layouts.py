@@ -41,39 +41,72 @@ def included(tmp_path_factory):
 def test_kernels_of_an_included_file_fuse_where_main_launches_them(included):
     proc, out = included
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "launches per run: 4 -> 3" in proc.stdout, proc.stdout
+    assert "launches per run: 4 -> 2" in proc.stdout, proc.stdout
     assert "layer_forward (line 13) -> squash (line 14)" in proc.stdout, proc.stdout
     verify = sirius("verify", str(HERE / "included_kernels" / "main.cu"), str(out))
     assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
-    assert "fused launches 1" in verify.stdout, verify.stdout
+    assert "region 0 (fused, main.opt.cu:13, layer_forward squash): fused launches 1" in verify.stdout, verify.stdout
+    assert "region 1 (fused, kernels.cu:23, adjust_weights decay): fused launches 1" in verify.stdout, verify.stdout
 
 
-def test_launches_written_in_the_included_file_name_its_line_and_function(included):
-    """The compiler inlined the included file's helper into main: the reason names where
-    each launch is written (not the kernel's definition, which the inlined launch stub
-    points at)."""
-    proc, _ = included
-    for kernel, line in (("adjust_weights", 23), ("decay", 24)):
-        assert (f"not fused: {kernel} (line 15): its launch expression cannot be rewritten: it is written in "
-                f"kernels.cu at line {line} (in train_step), and only the main file is rewritten") in proc.stdout, \
-            proc.stdout
+def test_launches_written_in_the_included_file_are_rewritten_there(included):
+    """The compiler inlined the included file's helper into main: its launches fuse where
+    they are written, in a copy of the file's text that stands in place of its #include
+    (with #line directives: its lines and name, then main's again)."""
+    proc, out = included
+    assert "adjust_weights (kernels.cu line 23) -> decay (kernels.cu line 24)" in proc.stdout, proc.stdout
+    assert ("not fused: squash (line 14), adjust_weights (kernels.cu line 23): they are in different host "
+            "functions (main, train_step)") in proc.stdout, proc.stdout
+    emitted = out.read_text()
+    kernels = str(HERE / "included_kernels" / "kernels.cu")
+    copy = emitted.index(f'#line 1 "{kernels}"\n')
+    assert '#include "kernels.cu"' not in emitted and "#include" not in emitted[copy:emitted.index("int main")]
+    helper = emitted.index("static void train_step(")
+    assert copy < emitted.index("// sirius: fused kernels, defined below") < helper < emitted.index("sirius_fused_1<<<")
+    assert emitted.index(f'#line 4 "{HERE / "included_kernels" / "main.cu"}"\n') > helper
 
 
-def test_a_helper_of_an_included_file_as_the_entry_names_its_file_and_line(tmp_path):
-    """The helper is the entry (main calls only it, not inlined): its launches are written
-    in the included file, at the lines the reason gives, never looked for in main's file."""
-    (tmp_path / "kernels.cu").write_text(
-        (HERE / "included_kernels" / "kernels.cu").read_text().replace("static void train_step", "void train_step"))
+def _driver(includes: str) -> str:
+    """A main file that includes ``includes`` and calls train_step, its lines as many as
+    the included file's before main (so that lines of either could be mistaken)."""
+    return (f"#include <cstdio>\n{includes}#define N 4096\n" + "\n" * 19 +
+            "int main() {\n  float *d, *w; cudaMalloc(&d, N * 4); cudaMalloc(&w, N * 4);\n"
+            "  cudaMemset(d, 0, N * 4); cudaMemset(w, 0, N * 4);\n"
+            "  train_step(d, w, N);\n  float h[4]; cudaMemcpy(h, w, sizeof h, cudaMemcpyDeviceToHost);\n"
+            "  printf(\"%f\\n\", h[1]);\n  return 0;\n}\n")
+
+
+def test_a_helper_of_an_included_file_as_the_entry_is_rewritten_there(tmp_path):
+    """The helper is the entry (main calls only it, not inlined), in a CRLF file with a
+    byte-order mark and #pragma once: its launches fuse in the copy of that file, which
+    keeps its CRLF lines, loses the mark (only a file's first bytes may be one) and has
+    its #pragma once as a comment."""
+    text = (HERE / "included_kernels" / "kernels.cu").read_text().replace("static void train_step", "void train_step")
+    (tmp_path / "kernels.cu").write_bytes(b"\xef\xbb\xbf#pragma once\r\n" + text.replace("\n", "\r\n").encode())
     main = tmp_path / "main.cu"
-    main.write_text("#include <cstdio>\n#include \"kernels.cu\"\n#define N 4096\n" + "\n" * 19 +
-                    "int main() {\n  float *d, *w; cudaMalloc(&d, N * 4); cudaMalloc(&w, N * 4);\n"
-                    "  cudaMemset(d, 0, N * 4); cudaMemset(w, 0, N * 4);\n"
-                    "  train_step(d, w, N);\n  float h[4]; cudaMemcpy(h, w, sizeof h, cudaMemcpyDeviceToHost);\n"
-                    "  printf(\"%f\\n\", h[1]);\n  return 0;\n}\n")
+    main.write_text(_driver('#include "kernels.cu"\n'))
+    fuses_and_verifies(main, "2 -> 1")
+    emitted = main.with_suffix(".opt.cu").read_bytes()
+    assert b"\xef\xbb\xbf" not in emitted and b"// sirius: #pragma once" in emitted
+    assert b"static void train_step" not in emitted and b"void train_step(float* delta, float* w, int n) {\r\n" in emitted
+
+
+@pytest.mark.parametrize("includes, why", [
+    ('#include "kernels.cu"\n#include "layer.cuh"\n', "which the program includes 2 times"),
+    ('#include "layer.cuh"\n', "which the main file includes through layer.cuh"),
+])
+def test_a_file_included_twice_or_through_another_is_not_rewritten(tmp_path, includes, why):
+    """A copy in place of one #include would leave the other including the file itself:
+    such files' launches stay as they are, with the reason naming the file and line."""
+    (tmp_path / "kernels.cu").write_text((HERE / "included_kernels" / "kernels.cu").read_text())
+    (tmp_path / "layer.cuh").write_text('#include "kernels.cu"\n')
+    main = tmp_path / "main.cu"
+    main.write_text(_driver(includes))
     proc = sirius("optimize", str(main), "-o", str(tmp_path / "out.cu"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert ("not fused: adjust_weights (line 23): its launch expression cannot be rewritten: it is written in "
-            "kernels.cu at line 23 (in train_step), and only the main file is rewritten") in proc.stdout, proc.stdout
+    assert (f"its launch expression cannot be rewritten: it is written in kernels.cu at line 23 (in train_step), "
+            f"{why}: only the main file and the files it includes once, directly, are rewritten") in proc.stdout, \
+        proc.stdout
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from sirius.testing.progen.generator import _Gen
 from sirius.testing.progen.hazards import PROGRAM_MACROS
-from sirius.testing.progen.layouts import (Layouts, as_elements, crlf, host_helpers, included_file,
+from sirius.testing.progen.layouts import (Layouts, as_elements, crlf, helpers_with_included_kernels,
+                                          host_helpers, included_file,
                                           pointer_array_allocation, pointer_array_free, split_included)
 from sirius.testing.progen.templates import DEVICE_HELPERS
 
@@ -51,21 +52,27 @@ def _assemble(gen: _Gen, outputs: list[str], layouts: Layouts | None = None
         names.append(t.name)
         kernels_at.append(len(lines))
         lines.append(code)
-    files: tuple[tuple[str, str], ...] = ()
+    included: list[str] = []
     if "included_kernels" in layouts:
         # the first kernels, with the declarations before them, in a file the main file includes
         cut = split_included(lines, kernels_at, layouts.rng)
-        name = f"seed_{gen.seed}_kernels.cuh"
-        text = included_file(name, lines[top:cut])
-        files = ((name, crlf(text) if layouts.crlf_included else text),)
-        lines[top:cut] = [f'#include "{name}"', ""]
+        included = lines[top:cut]
+        lines[top:cut] = [f'#include "seed_{gen.seed}_kernels.cuh"', ""]
     for code in dict.fromkeys(gen.host_helpers):
         lines.append(code)
     body = gen.body
     if "host_helpers" in layouts:
         known = {s.tmpl.name for s in gen.stmts} | set(gen.symbols) | set(PROGRAM_MACROS)
         body, helpers = host_helpers(body, known, layouts.rng)
+        if included:
+            moved, helpers = helpers_with_included_kernels(helpers, included, lines, layouts.rng)
+            included += moved
         lines += helpers
+    files: tuple[tuple[str, str], ...] = ()
+    if included:
+        name = f"seed_{gen.seed}_kernels.cuh"
+        text = included_file(name, included)
+        files = ((name, crlf(text) if layouts.crlf_included else text),)
     if gen.ctx.argv_block:
         # a file-scope variable: host helpers launch element-wise kernels too
         lines[2:2] = ["#include <cstdlib>", "", f"static int threads = {gen.ctx.block};"]

@@ -18,6 +18,10 @@ the generator describes are the same either way):
   some call a second helper for the rest of the run), their pointers and sizes passed as
   parameters of the same names;
 - ``crlf``: the main file (and, drawn apart, the included file) ends its lines in CRLF.
+
+With both ``included_kernels`` and ``host_helpers``, the helpers that launch only kernels of
+the included file may be written there too (drawn once per program), as benchmark suites
+write a kernel file with the host function that launches its kernels.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ P_HOST_HELPERS = 0.4      # launches of main moved into host helpers
 P_CRLF = 0.3              # the main file in CRLF
 P_CRLF_INCLUDED = 0.5     # the included file in CRLF, drawn apart from the main file's
 P_NESTED_HELPER = 0.4     # a helper of two or more launches calls another for the rest
+P_HELPERS_INCLUDED = 0.6  # helpers launching only the included file's kernels written in that file
 MAX_HELPERS = 3
 
 HELPER_KINDS = ("static ", "static inline ", "__attribute__((noinline)) static ", "")
@@ -83,6 +88,33 @@ def included_file(name: str, lines: list[str]) -> str:
     guard = re.sub(r"\W", "_", name).upper()
     return "\n".join([f"// kernels of the generated program, in a file its main file includes",
                       f"#ifndef {guard}", f"#define {guard}", *lines, f"#endif  // {guard}"]) + "\n"
+
+
+_KERNEL_LAUNCHED = re.compile(r"\b([A-Za-z_]\w*)(?:<[^<>]*>)?<<<")
+_HELPER_CALLED = re.compile(r"\b(run_part\w*)\(")
+_DEFINED = re.compile(r"\bvoid ([A-Za-z_]\w*)\(")
+
+
+def helpers_with_included_kernels(helpers: list[str], included: list[str], main: list[str], rng: random.Random
+                                  ) -> tuple[list[str], list[str]]:
+    """Of the host ``helpers`` (definitions, in the order they must be written), those to
+    write in the included file (``included``: its lines; ``main``: the main file's), and
+    the rest: with probability ``P_HELPERS_INCLUDED``, every helper whose launches are of
+    kernels only the included file defines (no overload of the name in the main file) and
+    whose calls are of helpers written there too."""
+    if rng.random() >= P_HELPERS_INCLUDED:
+        return [], helpers
+    defined = lambda lines: set(_DEFINED.findall("\n".join(l for l in lines if "__global__" in l)))
+    kernels = defined(included) - defined(main)
+    moved, kept, names = [], [], set()
+    for code in helpers:
+        name = _DEFINED.search(code).group(1)
+        if set(_KERNEL_LAUNCHED.findall(code)) <= kernels and set(_HELPER_CALLED.findall(code)) - {name} <= names:
+            moved.append(code)
+            names.add(name)
+        else:
+            kept.append(code)
+    return moved, kept
 
 
 def host_helpers(body: list[str], file_names: set[str], rng: random.Random) -> tuple[list[str], list[str]]:
