@@ -129,8 +129,8 @@ class IncludedProgramFile:
     text that the emitted program holds in place of the ``#include`` line."""
 
     path: str  # as the translation unit names it
-    start: int  # the #include line in the main file: its first byte
-    end: int  # and the byte after its line end
+    start: int  # the #include directive in the main file: its first byte (the ``#``)
+    end: int  # and the byte after its file name
     line: int  # the #include's line in the main file
 
 
@@ -614,6 +614,10 @@ def _include_points(tu, main_file: str, source: bytes) -> dict[str, int]:
     for inc in tu.get_includes():
         if inc.source is not None and inc.include is not None:
             parent.setdefault(str(inc.include), (str(inc.source), inc.location.offset))
+    # where each #include of the main file ends (a comment after it may go on over lines)
+    directive_end = {c.extent.start.line: c.extent.end.offset for c in tu.cursor.get_children()
+                     if c.kind == ci.CursorKind.INCLUSION_DIRECTIVE and c.location.file is not None
+                     and str(c.location.file) == main_file}
     points: dict[str, int] = {}
     for header in parent:
         here, seen = header, set()
@@ -623,11 +627,14 @@ def _include_points(tu, main_file: str, source: bytes) -> dict[str, int]:
         if here in parent and parent[here][0] == main_file:
             offset = parent[here][1]
             end = source.find(b"\n", offset)
-            points[header] = len(source) if end < 0 else end + 1
+            end = len(source) if end < 0 else end + 1
+            after = directive_end.get(source.count(b"\n", 0, offset) + 1)
+            # after the line of the #include, or right after it when more follows on that line
+            points[header] = end if after is None or not source[after:end].strip() else after
     return points
 
 
-def _program_files(tu, main_file: str, source: bytes) -> tuple[dict[str, IncludedProgramFile], dict[str, str]]:
+def _program_files(tu, main_file: str) -> tuple[dict[str, IncludedProgramFile], dict[str, str]]:
     """The files of the program's own (not system headers) that one ``#include`` of the
     translation unit names, written in the main file: a copy of such a file's text can
     stand in place of that line. For the others, why not."""
@@ -648,9 +655,7 @@ def _program_files(tu, main_file: str, source: bytes) -> tuple[dict[str, Include
         elif str(uses[0].location.file) != main_file:
             why[path] = f"which the main file includes through {Path(str(uses[0].location.file)).name}"
         else:
-            start = source.rfind(b"\n", 0, uses[0].extent.start.offset) + 1
-            end = source.find(b"\n", uses[0].extent.end.offset)
-            rewritten[path] = IncludedProgramFile(path, start, len(source) if end < 0 else end + 1,
+            rewritten[path] = IncludedProgramFile(path, uses[0].extent.start.offset, uses[0].extent.end.offset,
                                                   uses[0].location.line)
     return rewritten, why
 
@@ -684,7 +689,7 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
         return text_of_file(str(c.location.file))
 
     if bodies:
-        out.program_files, out.not_rewritten = _program_files(tu, main_file, source)
+        out.program_files, out.not_rewritten = _program_files(tu, main_file)
 
     def in_main(c) -> bool:
         return c.location.file is not None and str(c.location.file) == main_file

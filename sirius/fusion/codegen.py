@@ -183,11 +183,9 @@ def generate(model: ProgramModel, program: FusedProgram, source: str) -> tuple[s
     if prototypes:
         edits[entry.file].append((entry.start_offset, entry.start_offset,
                                   "// sirius: fused kernels, defined below\n" + prototypes))
-    eol = line_end(texts[main])
     for path, included in index.program_files.items():
         if edits[path]:  # its text, edited, in place of its #include
-            edited = _edited(texts[path], edits[path], path)
-            edits[main].append((included.start, included.end, in_place_text(included, edited, main, eol)))
+            edits[main].append(in_place_text(included, _edited(texts[path], edits[path], path), texts[main], main))
     return _edited(texts[main], edits[main], named).decode(), list(fused.values())
 
 

@@ -80,11 +80,12 @@ def test_a_helper_of_an_included_file_as_the_entry_is_rewritten_there(tmp_path):
     """The helper is the entry (main calls only it, not inlined), in a CRLF file with a
     byte-order mark and #pragma once: its launches fuse in the copy of that file, which
     keeps its CRLF lines, loses the mark (only a file's first bytes may be one) and has
-    its #pragma once as a comment."""
+    its #pragma once as a comment. The comment after the #include goes on over the next
+    line: it stays, after the copy."""
     text = (HERE / "included_kernels" / "kernels.cu").read_text().replace("static void train_step", "void train_step")
     (tmp_path / "kernels.cu").write_bytes(b"\xef\xbb\xbf#pragma once\r\n" + text.replace("\n", "\r\n").encode())
     main = tmp_path / "main.cu"
-    main.write_text(_driver('#include "kernels.cu"\n'))
+    main.write_text(_driver('#include "kernels.cu" /* its kernels and\n   train_step */\n'))
     fuses_and_verifies(main, "2 -> 1")
     emitted = main.with_suffix(".opt.cu").read_bytes()
     assert b"\xef\xbb\xbf" not in emitted and b"// sirius: #pragma once" in emitted
