@@ -84,7 +84,7 @@ def test_the_check_sees_forbidden_imports(tmp_path):
 # schedule's data types, the text edits of copied code and the path counters, never a stage
 # that decides something (a plan's type named in an annotation only, under TYPE_CHECKING, is
 # no dependence)
-IR_AND_PRINTER = ("kernel_ir", "fragment_text", "kernel_text", "host_text", "codegen")
+IR_AND_PRINTER = ("kernel_ir", "fragment_text", "included_text", "kernel_text", "host_text", "codegen")
 BELOW_THE_PASSES = {f"sirius.fusion.{m}" for m in (*IR_AND_PRINTER, "schedule", "region_paths")}
 
 

@@ -484,10 +484,13 @@ def _placed(launches: list[LaunchInstance], source: SourceIndex, host, kernels, 
                     inner_sites[key] = site
                     inner.setdefault(id(site), []).append(len(placed))
                     break
+        matched, text_problem = site, site and _unrewritable_text(source, site)
+        if text_problem:
+            site, why = None, text_problem
         placed.append(dataclasses.replace(
             inst, site=site, unplaced=why if site is None else None,
-            written_line=site.range.line if site is not None else None,
-            file=site.range.file if site is not None and site.range.file != source.main_file else None))
+            written_line=matched.range.line if matched is not None else None,
+            file=matched.range.file if matched is not None and matched.range.file != source.main_file else None))
     by_site: dict[int, list[int]] = {}
     for k, inst in enumerate(placed):
         if inst.site is not None:
@@ -534,6 +537,20 @@ def _calls_apart(calls: list[HostStatement], demangle) -> str:
     return ""
 
 
+def _unrewritable_text(source: SourceIndex, site: LaunchSite) -> str | None:
+    """Why the launch expression as written cannot be rewritten where it stands (its
+    arguments evaluated into temporaries on its first line): a preprocessor directive
+    inside it (the branch taken in this build would be the only one left), or ``__LINE__``
+    (directly or through a macro) in one spanning lines, whose value would change."""
+    if site.directive_line is not None:
+        return f"its launch expression holds a preprocessor directive (line {site.directive_line})"
+    if site.range.end_line != site.range.line and (
+            "__LINE__" in site.text or any("__LINE__" in source.macros.get(m, ())
+                                           for m in source.macros_in([site.range], objects_only=False))):
+        return "its launch expression spans lines and uses __LINE__, whose value rewriting it would change"
+    return None
+
+
 def _elsewhere_written(source: SourceIndex, stmt: HostStatement, k: int) -> str:
     """Why a launch written outside the files rewritten (link ``k`` of its chain, innermost
     first) is not rewritten: the file, the line there, the function it is written in, and
@@ -543,7 +560,7 @@ def _elsewhere_written(source: SourceIndex, stmt: HostStatement, k: int) -> str:
     why = next((w for f, w in source.not_rewritten.items() if os.path.realpath(f) == os.path.realpath(file)),
                "which the main file does not include")
     return (f"it is written in {Path(file).name} at line {line}" + (f" (in {function})" if function else "")
-            + f", {why}: only the main file and the files it includes once, directly, are rewritten")
+            + f", {why}: launches are rewritten in the main file and in the files it includes once, at file scope")
 
 
 def _launch_copies(host) -> dict[tuple[int, str], int]:

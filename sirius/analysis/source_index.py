@@ -9,6 +9,7 @@ the IR models (compiled with line tables) can be joined to it.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -84,6 +85,7 @@ class LaunchSite:
     callee: str = ""  # the kernel as the launch names it, template arguments included: scale<float, 3>
     block: int | None = None  # with ``statement``: the braces it stands in, an index of SourceIndex.host_blocks
     position: int = 0  # with ``statement``: its place among the statements of those braces
+    directive_line: int | None = None  # a preprocessor directive inside the launch expression (#ifdef): its line
 
     @property
     def text(self) -> str:
@@ -124,14 +126,22 @@ class ForLoop:
 
 @dataclass(frozen=True)
 class IncludedProgramFile:
-    """A file of the program's own that the main file includes once, directly: its host
-    code is indexed as the main file's, and launches in it are rewritten in a copy of its
-    text that the emitted program holds in place of the ``#include`` line."""
+    """A file of the program's own that one ``#include`` of the translation unit names, in
+    the main file or in another such file: its host code is indexed as the main file's,
+    and launches in it are rewritten in a copy of its text that the emitted program holds
+    in place of that ``#include`` (in the copy of the file holding it)."""
 
     path: str  # as the translation unit names it
-    start: int  # the #include directive in the main file: its first byte (the ``#``)
+    start: int  # the #include directive in ``parent``: its first byte (the ``#``)
     end: int  # and the byte after its file name
-    line: int  # the #include's line in the main file
+    line: int  # the #include's line in ``parent``
+    parent: str  # the file the #include is written in: the main file, or another of these
+    # in its text, what the copy changes: its ``#pragma once`` directives (start, end), and
+    # its quoted #includes whose search from the main file's folder could find another
+    # file (a file of that name there, or the one found beside this file): the file name's
+    # literal (start, end) and the file clang found
+    pragma_once: tuple[tuple[int, int], ...] = ()
+    repoint: tuple[tuple[int, int, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -154,7 +164,8 @@ class SourceIndex:
     # a header's kernels are visible in the main file after this byte offset (the end of
     # the line of the #include that brings the header in)
     visible_after: dict[str, int] = field(default_factory=dict)
-    function_ranges: dict[str, SourceRange] = field(default_factory=dict)  # host functions with bodies
+    # host functions with bodies (a member function defined in its class: the outermost class)
+    function_ranges: dict[str, SourceRange] = field(default_factory=dict)
     for_loops: list[ForLoop] = field(default_factory=list)
     device_function_ranges: list[SourceRange] = field(default_factory=list)  # __device__ functions with bodies
     macro_uses: list[MacroUse] = field(default_factory=list)
@@ -166,7 +177,9 @@ class SourceIndex:
     included: tuple[str, ...] = ()  # every file the translation unit includes (the frontend cache checks them)
     # code of the program's own that runs when it leaves early (atexit handlers, a catch, ...)
     end_observers: tuple[EndObserver, ...] = ()
-    renumbered: bool = False  # the main file has #line directives: clang's lines are not the file's
+    # why clang's line numbers are not the main file's ("" when they are): #line
+    # directives, or a line ended by a lone carriage return (a line end to clang, not to the index)
+    renumbered: str = ""
     # files whose launches are rewritten besides the main file's, by path; and, for each
     # other file of the program's own with host code, why its launches are not
     program_files: dict[str, IncludedProgramFile] = field(default_factory=dict)
@@ -176,12 +189,22 @@ class SourceIndex:
         """Whether launches written in ``file`` are rewritten where they are written."""
         return file is not None and (file == self.main_file or file in self.program_files)
 
-    def program_order(self, file: str, offset: int) -> tuple[int, int, int]:
+    def program_order(self, file: str, offset: int) -> tuple[int, ...]:
         """Where byte ``offset`` of ``file`` (the main file or one of ``program_files``)
-        comes in the emitted program, as a key to compare positions across the files."""
-        if file in self.program_files:
-            return (self.program_files[file].start, 1, offset)
-        return (offset, 0, 0)
+        comes in the emitted program, as a key to compare positions across the files: the
+        offsets of the #includes that lead to it, each followed by 1, then ``offset``."""
+        key: tuple[int, ...] = (offset, 0)
+        while file in self.program_files:
+            key = (self.program_files[file].start, 1) + key
+            file = self.program_files[file].parent
+        return key
+
+    def include_depth(self, file: str) -> int:
+        """How many #includes lead from the main file to ``file``."""
+        depth = 0
+        while file in self.program_files:
+            file, depth = self.program_files[file].parent, depth + 1
+        return depth
 
     def macros_in(self, ranges: list[SourceRange], objects_only: bool = True) -> list[str]:
         """The program's object-like macros (all, without ``objects_only``) used in
@@ -618,13 +641,17 @@ def _include_points(tu, main_file: str, source: bytes) -> dict[str, int]:
     directive_end = {c.extent.start.line: c.extent.end.offset for c in tu.cursor.get_children()
                      if c.kind == ci.CursorKind.INCLUSION_DIRECTIVE and c.location.file is not None
                      and str(c.location.file) == main_file}
+    # a header included inside a namespace, a function or a class: its kernels are not
+    # visible at file scope after the #include, where generated code goes
+    enclosed = _enclosing_declarations(tu).get(main_file, [])
     points: dict[str, int] = {}
     for header in parent:
         here, seen = header, set()
         while here in parent and parent[here][0] != main_file and here not in seen:
             seen.add(here)
             here = parent[here][0]
-        if here in parent and parent[here][0] == main_file:
+        if here in parent and parent[here][0] == main_file \
+                and not any(start < parent[here][1] < end for start, end, _ in enclosed):
             offset = parent[here][1]
             end = source.find(b"\n", offset)
             end = len(source) if end < 0 else end + 1
@@ -634,29 +661,126 @@ def _include_points(tu, main_file: str, source: bytes) -> dict[str, int]:
     return points
 
 
+_CONTEXT_NAMES = {"__has_include", "__has_include_next", "__INCLUDE_LEVEL__", "__FILE__", "__FILE_NAME__",
+                  "__BASE_FILE__"}
+_FILE_SCOPE_ONLY = {ci.CursorKind.NAMESPACE, ci.CursorKind.LINKAGE_SPEC, ci.CursorKind.FUNCTION_DECL,
+                    ci.CursorKind.CXX_METHOD, ci.CursorKind.FUNCTION_TEMPLATE, ci.CursorKind.STRUCT_DECL,
+                    ci.CursorKind.CLASS_DECL, ci.CursorKind.UNION_DECL, ci.CursorKind.CLASS_TEMPLATE,
+                    ci.CursorKind.ENUM_DECL, ci.CursorKind.VAR_DECL}
+
+
+def _enclosing_declarations(tu) -> dict[str, list[tuple[int, int, str]]]:
+    """By file: the extents of its file-scope declarations that an #include inside them
+    would put a file's text into (a namespace, a function, a class, ``extern "C"``)."""
+    out: dict[str, list[tuple[int, int, str]]] = {}
+    for c in tu.cursor.get_children():
+        if c.kind in _FILE_SCOPE_ONLY and c.location.file is not None:
+            what = {ci.CursorKind.NAMESPACE: f"namespace {c.spelling}", ci.CursorKind.LINKAGE_SPEC: 'extern "C"'
+                    }.get(c.kind, c.spelling or "a declaration")
+            out.setdefault(str(c.location.file), []).append((c.extent.start.offset, c.extent.end.offset, what))
+    return out
+
+
+def _copy_facts(tu, path: str, text: bytes, main_file: str, directives: list
+                ) -> tuple[str | None, tuple[tuple[int, int], ...], tuple[tuple[int, int, str], ...]]:
+    """For a file whose copy would stand in the main file: why its text would mean
+    something else there (None when it would not), its ``#pragma once`` directives, and
+    the quoted #includes to re-point (``IncludedProgramFile``). Read from clang's tokens,
+    so that text in a string literal or a comment is never taken for a directive."""
+    line = lambda offset: text.count(b"\n", 0, offset) + 1
+    lone_cr = re.search(rb"\r(?!\n)", text)
+    if lone_cr:  # clang counts it as a line end, the line numbers the copy's #line directives give do not
+        return f"which ends line {line(lone_cr.start())} with a lone carriage return", (), ()
+    file = tu.get_file(path)
+    extent = ci.SourceRange.from_locations(ci.SourceLocation.from_offset(tu, file, 0),
+                                           ci.SourceLocation.from_offset(tu, file, len(text)))
+    tokens = list(tu.get_tokens(extent=extent))
+    pragma_once: list[tuple[int, int]] = []
+    for k, t in enumerate(tokens):
+        if t.spelling in _CONTEXT_NAMES:
+            return (f"whose text uses {t.spelling} (line {t.location.line}), which means something else where "
+                    "the main file holds it"), (), ()
+        first = t.spelling == "#" and (k == 0 or tokens[k - 1].location.line != t.location.line)
+        following = [u.spelling for u in tokens[k + 1:k + 3] if u.location.line == t.location.line]
+        if first and following[:1] in (["include_next"], ["line"]):
+            return f"which has a #{following[0]} directive (line {t.location.line})", (), ()
+        if first and following[:1] in (["include"], ["import"]) and len(tokens) > k + 2 \
+                and tokens[k + 2].location.line == t.location.line \
+                and tokens[k + 2].kind != ci.TokenKind.LITERAL and tokens[k + 2].spelling != "<":
+            return (f"which names a file to include with a macro (line {t.location.line}): from the main file's "
+                    "folder it could be another"), (), ()
+        if first and following == ["pragma", "once"]:
+            pragma_once.append((t.extent.start.offset, tokens[k + 2].extent.end.offset))
+    here, main_dir = Path(path).resolve().parent, Path(main_file).resolve().parent
+    repoint = []
+    for c in directives:
+        written = next((u for u in c.get_tokens() if u.kind == ci.TokenKind.LITERAL), None)
+        target = c.get_included_file()
+        if written is None or target is None or here == main_dir:
+            continue
+        name = written.spelling.strip('"')
+        if (here / name).exists() or (main_dir / name).exists():
+            repoint.append((written.extent.start.offset, written.extent.end.offset, str(target)))
+    return None, tuple(pragma_once), tuple(repoint)
+
+
 def _program_files(tu, main_file: str) -> tuple[dict[str, IncludedProgramFile], dict[str, str]]:
     """The files of the program's own (not system headers) that one ``#include`` of the
-    translation unit names, written in the main file: a copy of such a file's text can
-    stand in place of that line. For the others, why not."""
-    directives: dict[str, list] = {}
+    translation unit names (one file however its name is written), at file scope of the
+    main file or of another such file, whose text means the same where the main file holds
+    it: a copy of such a file's text can stand in place of that line (in the copy of the
+    file holding it). For the others, why not."""
+    directives: dict[str, list] = {}  # by real path
+    written_in: dict[str, list] = {}  # the directives in each file, by its name
+    names: dict[str, str] = {}  # real path -> the name clang gives the file
+    main_real = os.path.realpath(main_file)
     for c in tu.cursor.get_children():
         if c.kind == ci.CursorKind.INCLUSION_DIRECTIVE and c.location.file is not None:
+            written_in.setdefault(str(c.location.file), []).append(c)
             target = c.get_included_file()
-            if target is not None and str(target) != main_file:
-                directives.setdefault(str(target), []).append(c)
-    rewritten, why = {}, {}
-    for path, uses in directives.items():
-        target = uses[0].get_included_file()
-        if ci.SourceLocation.from_position(tu, target, 1, 1).is_in_system_header \
-                or any(c.location.is_in_system_header for c in uses):
-            continue
-        if len(uses) > 1:
+            if target is not None and os.path.realpath(str(target)) != main_real:
+                real = os.path.realpath(str(target))
+                directives.setdefault(real, []).append(c)
+                names.setdefault(real, str(target))
+    scopes = _enclosing_declarations(tu)
+    rewritten: dict[str, IncludedProgramFile] = {}
+    why: dict[str, str] = {}
+
+    def decide(real: str, seen: frozenset[str]) -> bool:
+        path = names[real]
+        if path in rewritten or path in why:
+            return path in rewritten
+        uses = directives[real]
+        if len(uses) != 1:
             why[path] = f"which the program includes {len(uses)} times"
-        elif str(uses[0].location.file) != main_file:
-            why[path] = f"which the main file includes through {Path(str(uses[0].location.file)).name}"
-        else:
-            rewritten[path] = IncludedProgramFile(path, uses[0].extent.start.offset, uses[0].extent.end.offset,
-                                                  uses[0].location.line)
+            return False
+        use = uses[0]
+        parent = str(use.location.file)
+        parent_real = os.path.realpath(parent)
+        if parent_real != main_real and (parent_real in seen or parent_real not in directives
+                                         or not decide(parent_real, seen | {real})):
+            why[path] = f"which {Path(parent).name} includes, " + why.get(names.get(parent_real, parent),
+                                                                           "a file not rewritten")
+            return False
+        inside = next((what for start, end, what in scopes.get(parent, ())
+                       if start < use.extent.start.offset < end), None)
+        if inside is not None:
+            why[path] = f"which is included inside {inside} (line {use.location.line})"
+            return False
+        text = Path(path).read_bytes()
+        problem, pragma_once, repoint = _copy_facts(tu, path, text, main_file, written_in.get(path, []))
+        if problem is not None:
+            why[path] = problem
+            return False
+        rewritten[path] = IncludedProgramFile(path, use.extent.start.offset, use.extent.end.offset,
+                                              use.location.line, parent, pragma_once, repoint)
+        return True
+
+    for real, uses in directives.items():
+        target = uses[0].get_included_file()
+        if not (ci.SourceLocation.from_position(tu, target, 1, 1).is_in_system_header
+                or any(c.location.is_in_system_header for c in uses)):
+            decide(real, frozenset())
     return rewritten, why
 
 
@@ -707,8 +831,14 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
 
     changing_macros = _changing_macros(tu) if bodies else frozenset()
 
-    def visit(cursor, function: str | None, returns_leave_program: bool = False) -> None:
+    records = (ci.CursorKind.STRUCT_DECL, ci.CursorKind.CLASS_DECL, ci.CursorKind.UNION_DECL,
+               ci.CursorKind.CLASS_TEMPLATE)
+
+    def visit(cursor, function: str | None, returns_leave_program: bool = False, record=None) -> None:
+        # ``record``: the outermost class ``cursor`` is in (what goes before a member function goes before it)
         in_braces = cursor.kind == ci.CursorKind.COMPOUND_STMT
+        if record is None and cursor.kind in records:
+            record = cursor
         block: int | None = None  # where out.host_blocks holds ``cursor``'s statements, once a launch is among them
         for position, c in enumerate(cursor.get_children()):
             if c.location.file is None or c.location.is_in_system_header:
@@ -725,8 +855,8 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
                 if c.is_definition() and any(ch.kind == ci.CursorKind.CUDADEVICE_ATTR for ch in c.get_children()):
                     out.device_function_ranges.append(_range(c))
                 if c.is_definition():
-                    out.function_ranges.setdefault(c.spelling, _range(c))
-                visit(c, c.spelling, _is_program_entry(c))
+                    out.function_ranges.setdefault(c.spelling, _range(record or c))
+                visit(c, c.spelling, _is_program_entry(c), record)
                 continue
             # loops by line are the main file's (the IR's loop lines are where main calls a helper)
             if kind == ci.CursorKind.FOR_STMT and function is not None and in_main(c):
@@ -750,9 +880,11 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
                         block = len(out.host_blocks)
                         out.host_blocks.append(HostBlock(_range(cursor), tuple(
                             statement_flow(s, returns_leave_program, ends) for s in cursor.get_children())))
+                    inner = re.search(rb"[\r\n][ \t]*#", text[c.extent.start.offset:c.extent.end.offset])
                     out.launches.append(LaunchSite(c.spelling or _text(text, children[0]), function,
                                                    config, args, _range(c), in_braces, macro, callee, block,
-                                                   position))
+                                                   position, None if inner is None else text.count(
+                                                       b"\n", 0, c.extent.start.offset + inner.start()) + 2))
                     out.functions_with_launches.add(function)
                     target = c.referenced
                     if target is not None and target.get_num_template_arguments() >= 0 and target.mangled_name:
@@ -762,7 +894,7 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
                     var = _allocated_variable(source, args[0]) if args else None
                     size = _text(source, args[1]) if len(args) > 1 else ""
                     out.allocations.append(AllocSite(c.spelling, var, c.location.line, size))
-            visit(c, function, returns_leave_program and kind != ci.CursorKind.LAMBDA_EXPR)
+            visit(c, function, returns_leave_program and kind != ci.CursorKind.LAMBDA_EXPR, record)
 
     visit(tu.cursor, None)
     if bodies:
@@ -778,6 +910,11 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
         points = _include_points(tu, main_file, source)
         out.visible_after = {h: points[h] for h in headers if h in points}
     out.included = tuple(sorted({str(inc.include) for inc in tu.get_includes() if inc.include is not None}))
-    out.renumbered = any(re.search(rb"^[ \t]*#[ \t]*line\b", text_of_file(f), re.MULTILINE) is not None
-                         for f in (main_file, *out.program_files))
+    lone_cr = re.search(rb"\r(?!\n)", source)
+    if re.search(rb"^[ \t]*#[ \t]*line\b", source, re.MULTILINE):
+        out.renumbered = "the program's #line directives renumber its lines, and clang reports the numbers they give"
+    elif lone_cr:
+        line = source[:lone_cr.start()].count(b"\n") + 1
+        out.renumbered = (f"the main file ends line {line} with a lone carriage return, a line end to clang but "
+                          "not to the lines the index counts")
     return out

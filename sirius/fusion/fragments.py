@@ -31,8 +31,7 @@ def _not_a_fragment(model: ProgramModel, inst: LaunchInstance) -> str | None:
     if site is None and inst.unplaced:
         return f"its launch expression cannot be rewritten: {inst.unplaced}"
     if site is None and model.source.renumbered:
-        return (f"launch expression not found at line {stmt.line} of the file: the program's #line directives "
-                "renumber its lines, and clang reports the numbers they give")
+        return f"launch expression not found at line {stmt.line} of the file: {model.source.renumbered}"
     if site is None:
         return "launch expression not found in the source" + (
             f" (it is in {stmt.inlined_from}, which the compiler inlined at line {stmt.line})"
@@ -52,7 +51,8 @@ def _not_a_fragment(model: ProgramModel, inst: LaunchInstance) -> str | None:
     if decl.unwritable is not None:
         return f"the kernel cannot be written as a fragment: {decl.unwritable}"
     if model.source.visible_from(decl) is None:
-        return f"the kernel is defined in {decl.range.file}, whose #include was not found in the program"
+        return (f"the kernel is defined in {decl.range.file}, which the main file does not include at file scope "
+                "(its #include is not found, or is inside a namespace, a function or a class)")
     if not site.statement:
         return "launch is not a statement of its own inside braces"
     if k.unsupported:

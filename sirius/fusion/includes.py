@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from sirius.fusion.fragment_text import RAW_STRING
+
 _LINE_DIRECTIVE = re.compile(r"^#line (\d+)[^\n]*$", re.M)
 _QUOTED = re.compile(r'^(\s*#\s*include\s*)"([^"]+)"', re.M)
 
@@ -44,7 +46,11 @@ def relocate_includes(text: str, program: Path, output_dir: Path) -> tuple[str, 
     if source_dir == output_dir:
         return text, moved
 
+    raw_strings = [m.span() for m in RAW_STRING.finditer(text)]  # their lines are text, not directives
+
     def repoint(m: re.Match) -> str:
+        if any(start < m.start() < end for start, end in raw_strings):
+            return m.group(0)
         header = source_dir / m.group(2)
         if Path(m.group(2)).is_absolute() or not header.is_file():
             return m.group(0)  # found on the include path, not beside the program

@@ -88,17 +88,19 @@ def test_a_helper_of_an_included_file_as_the_entry_is_rewritten_there(tmp_path):
     main.write_text(_driver('#include "kernels.cu" /* its kernels and\n   train_step */\n'))
     fuses_and_verifies(main, "2 -> 1")
     emitted = main.with_suffix(".opt.cu").read_bytes()
-    assert b"\xef\xbb\xbf" not in emitted and b"// sirius: #pragma once" in emitted
+    assert b"\xef\xbb\xbf" not in emitted and b"/* sirius: pragma once (this file's text" in emitted
     assert b"static void train_step" not in emitted and b"void train_step(float* delta, float* w, int n) {\r\n" in emitted
 
 
 @pytest.mark.parametrize("includes, why", [
     ('#include "kernels.cu"\n#include "layer.cuh"\n', "which the program includes 2 times"),
-    ('#include "layer.cuh"\n', "which the main file includes through layer.cuh"),
+    ('#include "kernels.cu"\n#include "./kernels.cu"\n', "which the program includes 2 times"),
+    ('namespace nn {\n#include "kernels.cu"\n}\nusing namespace nn;\n', 'which is included inside namespace nn (line 3)'),
 ])
-def test_a_file_included_twice_or_through_another_is_not_rewritten(tmp_path, includes, why):
-    """A copy in place of one #include would leave the other including the file itself:
-    such files' launches stay as they are, with the reason naming the file and line."""
+def test_a_file_included_twice_or_inside_a_namespace_is_not_rewritten(tmp_path, includes, why):
+    """A copy in place of one #include would leave the other including the file itself
+    (however its name is written); one inside a namespace would put the generated code
+    there: such files' launches stay as they are, with the reason naming the file and line."""
     (tmp_path / "kernels.cu").write_text((HERE / "included_kernels" / "kernels.cu").read_text())
     (tmp_path / "layer.cuh").write_text('#include "kernels.cu"\n')
     main = tmp_path / "main.cu"
@@ -106,8 +108,27 @@ def test_a_file_included_twice_or_through_another_is_not_rewritten(tmp_path, inc
     proc = sirius("optimize", str(main), "-o", str(tmp_path / "out.cu"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (f"its launch expression cannot be rewritten: it is written in kernels.cu at line 23 (in train_step), "
-            f"{why}: only the main file and the files it includes once, directly, are rewritten") in proc.stdout, \
+            f"{why}: launches are rewritten in the main file and in the files it includes once, at file scope") \
+        in proc.stdout, \
         proc.stdout
+
+
+def test_a_file_included_through_another_is_rewritten_in_its_copy(tmp_path):
+    """kernels.cu, included by ops/layer.cuh, which main includes: its copy stands in the
+    copy of layer.cuh, and its own quoted #include of a file found beside it (where the
+    main file's folder has another file of that name) names the file found."""
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "kernels.cu").write_text(
+        '#include "scale.h"\n' + (HERE / "included_kernels" / "kernels.cu").read_text().replace("0.99f", "SCALE"))
+    (tmp_path / "ops" / "scale.h").write_text("#define SCALE 0.5f\n")
+    (tmp_path / "scale.h").write_text("#define SCALE 0.25f\n")
+    (tmp_path / "ops" / "layer.cuh").write_text('#pragma once\n#include "kernels.cu"\n')
+    main = tmp_path / "main.cu"
+    main.write_text(_driver('#include "ops/layer.cuh"\n'))
+    fuses_and_verifies(main, "2 -> 1")
+    emitted = main.with_suffix(".opt.cu").read_text()
+    assert '#include "ops/scale.h"' in emitted and emitted.index(f'#line 1 "{tmp_path}/ops/layer.cuh"') \
+        < emitted.index(f'#line 1 "{tmp_path}/ops/kernels.cu"') < emitted.index("void train_step(")
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,23 @@
+#include <cstdio>
+#include <cuda_runtime.h>
+#include "net.cuh"
+
+int main() {
+    const int n = 2500;
+    static float h[n], hy[n], hz[n];
+    for (int i = 0; i < n; ++i) h[i] = (float)((i * 3) % 17) - 8.0f;
+    float *x, *y, *z;
+    cudaMalloc(&x, n * sizeof(float));
+    cudaMalloc(&y, n * sizeof(float));
+    cudaMalloc(&z, n * sizeof(float));
+    cudaMemcpy(x, h, n * sizeof(float), cudaMemcpyHostToDevice);
+    // one network
+    Net::forward(x, y, z, n, 0.5f, -0.25f);
+    cudaMemcpy(hy, y, n * sizeof(float), cudaMemcpyDeviceToHost);
+    cudaMemcpy(hz, z, n * sizeof(float), cudaMemcpyDeviceToHost);
+    double s = 0;
+    for (int i = 0; i < n; ++i) s += hy[i] + 3.0 * hz[i];
+    printf("checksum %.4f\n", s);
+    cudaFree(x); cudaFree(y); cudaFree(z);
+    return 0;
+}

@@ -1,0 +1,63 @@
+"""Launches written in a file the main file includes, rewritten in a copy of that file's
+text that the emitted program holds in place of the #include: the programs a blind red
+team wrote against it (``idioms/includes_redteam/pNN``, each with a WHAT.txt saying what it
+attacks, and FLAGS.txt where it needs flags). Those the transformation may take fuse and
+verify equal; the others stay apart, for the reason given here."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROGRAMS = Path(__file__).resolve().parent / "idioms" / "includes_redteam"
+SIRIUS = str(Path(sys.executable).parent / "sirius")
+
+
+def sirius(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([SIRIUS, *args], capture_output=True, text=True, timeout=600, cwd=cwd)
+
+
+def _optimized(name: str, out: Path):
+    folder = PROGRAMS / name
+    flags = shlex.split((folder / "FLAGS.txt").read_text()) if (folder / "FLAGS.txt").exists() else []
+    proc = sirius("optimize", "main.cu", "-o", str(out), *flags, cwd=folder)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout, flags
+
+
+@pytest.mark.parametrize("name, launches", [
+    ("p05", "2 -> 1"),  # the included file's last line a comment continued by a backslash; main prints __LINE__
+    ("p08", "2 -> 1"),  # a raw string holding a "#pragma once" line
+    ("p09", "2 -> 1"),  # a raw string holding an #include line of a file beside the included one
+    ("p17", "2 -> 1"),  # a closer overload declared in main after the #include: fragments stay where their kernels are
+    ("p26", "2 -> 1"),  # a quoted #include found through -I, another file of its name in main's folder
+    ("p41", "2 -> 1"),  # the helper a static member function: the prototypes go before its class
+])
+def test_a_copy_of_an_included_file_computes_what_the_file_did(name, launches, tmp_path):
+    out = tmp_path / "out.cu"
+    summary, flags = _optimized(name, out)
+    assert f"launches per run: {launches}" in summary and "internal error" not in summary, summary
+    verify = sirius("verify", "main.cu", str(out), *flags, cwd=PROGRAMS / name)
+    assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
+
+
+@pytest.mark.parametrize("name, why", [
+    ("p06", "which ends line 3 with a lone carriage return"),
+    ("p13", "which is included inside namespace model_v2 (line 5)"),
+    ("p22", "which the program includes 2 times"),  # as "layers.cuh" and "./layers.cuh"
+    ("p24", "which the program includes 2 times"),  # again as "../layers.cuh" from another header
+    ("p27", "whose text uses __has_include (line 3), which means something else where the main file holds it"),
+    ("p28", "which names a file to include with a macro (line 8)"),
+    ("p29", "whose text uses __INCLUDE_LEVEL__ (line 15)"),
+    ("p36", "which has a #include_next directive (line 4)"),
+    ("p47", "its launch expression spans lines and uses __LINE__, whose value rewriting it would change"),
+    ("p48", "its launch expression holds a preprocessor directive (line 15)"),
+    ("p51", "the main file ends line 1 with a lone carriage return"),
+])
+def test_what_a_copy_would_change_keeps_the_launches_apart(name, why, tmp_path):
+    summary, _ = _optimized(name, tmp_path / "out.cu")
+    assert why in summary and "internal error" not in summary, summary
