@@ -638,24 +638,24 @@ def _include_points(tu, main_file: str, source: bytes) -> dict[str, int]:
         if inc.source is not None and inc.include is not None:
             parent.setdefault(str(inc.include), (str(inc.source), inc.location.offset))
     # where each #include of the main file ends (a comment after it may go on over lines)
-    directive_end = {c.extent.start.line: c.extent.end.offset for c in tu.cursor.get_children()
-                     if c.kind == ci.CursorKind.INCLUSION_DIRECTIVE and c.location.file is not None
-                     and str(c.location.file) == main_file}
-    # a header included inside a namespace, a function or a class: its kernels are not
-    # visible at file scope after the #include, where generated code goes
-    enclosed = _enclosing_declarations(tu).get(main_file, [])
+    directives = [(c.extent.start.offset, c.extent.end.offset) for c in tu.cursor.get_children()
+                  if c.kind == ci.CursorKind.INCLUSION_DIRECTIVE and c.location.file is not None
+                  and str(c.location.file) == main_file]
     points: dict[str, int] = {}
     for header in parent:
         here, seen = header, set()
         while here in parent and parent[here][0] != main_file and here not in seen:
             seen.add(here)
             here = parent[here][0]
-        if here in parent and parent[here][0] == main_file \
-                and not any(start < parent[here][1] < end for start, end, _ in enclosed):
+        # (a header included inside a namespace, a function or a class: its kernels are not
+        # visible at file scope after the #include, where generated code goes)
+        if here in parent and parent[here][0] == main_file:
             offset = parent[here][1]
+            start, after = next(((a, b) for a, b in directives if a <= offset <= b), (offset, None))
+            if _enclosing(tu, main_file, start) is not None:
+                continue
             end = source.find(b"\n", offset)
             end = len(source) if end < 0 else end + 1
-            after = directive_end.get(source.count(b"\n", 0, offset) + 1)
             # after the line of the #include, or right after it when more follows on that line
             points[header] = end if after is None or not source[after:end].strip() else after
     return points
@@ -663,22 +663,24 @@ def _include_points(tu, main_file: str, source: bytes) -> dict[str, int]:
 
 _CONTEXT_NAMES = {"__has_include", "__has_include_next", "__INCLUDE_LEVEL__", "__FILE__", "__FILE_NAME__",
                   "__BASE_FILE__"}
-_FILE_SCOPE_ONLY = {ci.CursorKind.NAMESPACE, ci.CursorKind.LINKAGE_SPEC, ci.CursorKind.FUNCTION_DECL,
-                    ci.CursorKind.CXX_METHOD, ci.CursorKind.FUNCTION_TEMPLATE, ci.CursorKind.STRUCT_DECL,
-                    ci.CursorKind.CLASS_DECL, ci.CursorKind.UNION_DECL, ci.CursorKind.CLASS_TEMPLATE,
-                    ci.CursorKind.ENUM_DECL, ci.CursorKind.VAR_DECL}
+_AT_FILE_SCOPE = {ci.CursorKind.NO_DECL_FOUND, ci.CursorKind.TRANSLATION_UNIT, ci.CursorKind.INCLUSION_DIRECTIVE,
+                  ci.CursorKind.MACRO_DEFINITION, ci.CursorKind.MACRO_INSTANTIATION}
 
 
-def _enclosing_declarations(tu) -> dict[str, list[tuple[int, int, str]]]:
-    """By file: the extents of its file-scope declarations that an #include inside them
-    would put a file's text into (a namespace, a function, a class, ``extern "C"``)."""
-    out: dict[str, list[tuple[int, int, str]]] = {}
-    for c in tu.cursor.get_children():
-        if c.kind in _FILE_SCOPE_ONLY and c.location.file is not None:
-            what = {ci.CursorKind.NAMESPACE: f"namespace {c.spelling}", ci.CursorKind.LINKAGE_SPEC: 'extern "C"'
-                    }.get(c.kind, c.spelling or "a declaration")
-            out.setdefault(str(c.location.file), []).append((c.extent.start.offset, c.extent.end.offset, what))
-    return out
+def _enclosing(tu, file: str, offset: int) -> str | None:
+    """What an #include at ``offset`` of ``file`` puts the included text inside (a
+    namespace, ``extern "C"``, a function, a class), or None at file scope: clang's cursor
+    at the character before the directive."""
+    if offset == 0:
+        return None
+    c = ci.Cursor.from_location(tu, ci.SourceLocation.from_offset(tu, tu.get_file(file), offset - 1))
+    if c.kind in _AT_FILE_SCOPE:
+        return None
+    if c.kind == ci.CursorKind.NAMESPACE:
+        return f"namespace {c.spelling}" if c.spelling else "an anonymous namespace"
+    if c.kind == ci.CursorKind.LINKAGE_SPEC:
+        return 'extern "C"'
+    return c.spelling if c.kind.is_declaration() and c.spelling else "a function or a declaration"
 
 
 def _copy_facts(tu, path: str, text: bytes, main_file: str, directives: list
@@ -733,16 +735,17 @@ def _program_files(tu, main_file: str) -> tuple[dict[str, IncludedProgramFile], 
     directives: dict[str, list] = {}  # by real path
     written_in: dict[str, list] = {}  # the directives in each file, by its name
     names: dict[str, str] = {}  # real path -> the name clang gives the file
-    main_real = os.path.realpath(main_file)
+    reals: dict[str, str] = {}
+    real_path = lambda name: reals.get(name) or reals.setdefault(name, os.path.realpath(name))
+    main_real = real_path(main_file)
     for c in tu.cursor.get_children():
         if c.kind == ci.CursorKind.INCLUSION_DIRECTIVE and c.location.file is not None:
             written_in.setdefault(str(c.location.file), []).append(c)
             target = c.get_included_file()
-            if target is not None and os.path.realpath(str(target)) != main_real:
-                real = os.path.realpath(str(target))
+            if target is not None and real_path(str(target)) != main_real:
+                real = real_path(str(target))
                 directives.setdefault(real, []).append(c)
                 names.setdefault(real, str(target))
-    scopes = _enclosing_declarations(tu)
     rewritten: dict[str, IncludedProgramFile] = {}
     why: dict[str, str] = {}
 
@@ -756,14 +759,13 @@ def _program_files(tu, main_file: str) -> tuple[dict[str, IncludedProgramFile], 
             return False
         use = uses[0]
         parent = str(use.location.file)
-        parent_real = os.path.realpath(parent)
+        parent_real = real_path(parent)
         if parent_real != main_real and (parent_real in seen or parent_real not in directives
                                          or not decide(parent_real, seen | {real})):
             why[path] = f"which {Path(parent).name} includes, " + why.get(names.get(parent_real, parent),
                                                                            "a file not rewritten")
             return False
-        inside = next((what for start, end, what in scopes.get(parent, ())
-                       if start < use.extent.start.offset < end), None)
+        inside = _enclosing(tu, parent, use.extent.start.offset)
         if inside is not None:
             why[path] = f"which is included inside {inside} (line {use.location.line})"
             return False
