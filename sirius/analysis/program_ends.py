@@ -128,7 +128,8 @@ def program_ends(tu: ci.TranslationUnit) -> ProgramEnds:
 
     def visit(cursor: ci.Cursor, in_main: bool) -> None:
         for c in cursor.get_children():
-            if c.location.file is None or c.location.is_in_system_header:
+            location = c.location  # (one look-up: each property of a cursor asks clang again)
+            if location.is_in_system_header or location.file is None:
                 continue
             kind = c.kind
             if kind in _FUNCTIONS and _device_only(c):

@@ -373,9 +373,10 @@ def _changing_macros(tu) -> frozenset[str]:
     increments or decrements something, or calls a function."""
     bodies: dict[str, list] = {}
     for c in tu.cursor.get_children():
-        if c.kind == ci.CursorKind.MACRO_DEFINITION and c.location.file is not None \
-                and not c.location.is_in_system_header:
-            bodies[c.spelling] = list(c.get_tokens())[1:]
+        if c.kind == ci.CursorKind.MACRO_DEFINITION:
+            location = c.location
+            if not location.is_in_system_header and location.file is not None:
+                bodies[c.spelling] = list(c.get_tokens())[1:]
     changing = set()
     for name, tokens in bodies.items():
         spelled = [t.spelling for t in tokens]
@@ -616,7 +617,13 @@ def _index_macros(tu, defines: tuple[str, ...], out: SourceIndex, source: str) -
     out.redefined_macros = set(re.findall(r"^[ \t]*#[ \t]*undef[ \t]+(\w+)", source, re.M))
     out.redefined_macros |= set(re.findall(r"push_macro[ \t]*\([ \t]*\"(\w+)\"", source))
     for c in tu.cursor.get_children():
-        user = c.location.file is not None and not c.location.is_in_system_header
+        kind = c.kind
+        if kind != ci.CursorKind.MACRO_DEFINITION and kind != ci.CursorKind.MACRO_INSTANTIATION:
+            continue
+        location = c.location  # (one look-up: each property of a cursor asks clang again)
+        if location.is_in_system_header or location.file is None:
+            continue
+        user = True
         if c.kind == ci.CursorKind.MACRO_DEFINITION and user and c.spelling in out.macros:
             out.redefined_macros.add(c.spelling)
         if c.kind == ci.CursorKind.MACRO_DEFINITION and user and c.spelling not in given:
@@ -627,7 +634,7 @@ def _index_macros(tu, defines: tuple[str, ...], out: SourceIndex, source: str) -
             if function_like:
                 out.function_like_macros.add(c.spelling)
         elif c.kind == ci.CursorKind.MACRO_INSTANTIATION and user:
-            out.macro_uses.append(MacroUse(c.spelling, str(c.location.file), c.extent.start.offset))
+            out.macro_uses.append(MacroUse(c.spelling, str(location.file), c.extent.start.offset))
 
 
 def _include_points(tu, main_file: str, source: bytes) -> dict[str, int]:
@@ -843,7 +850,8 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
             record = cursor
         block: int | None = None  # where out.host_blocks holds ``cursor``'s statements, once a launch is among them
         for position, c in enumerate(cursor.get_children()):
-            if c.location.file is None or c.location.is_in_system_header:
+            location = c.location
+            if location.is_in_system_header or location.file is None:
                 continue
             kind = c.kind
             if kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE) and _is_kernel(c):
