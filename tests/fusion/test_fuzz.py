@@ -14,10 +14,9 @@ pytestmark = pytest.mark.toolchain
 #      a barrier must separate the two runs.
 REGRESSION_SEEDS = [6]
 
-# twenty programs hold every construct (checked below); 141 and 243 bring back the
-# cudaMemcpyAsync and the loop rewriting a __constant__ that seeds 100-119 held before
-# issue 26's constructs changed some of their programs
-CI_SEEDS = [*(s for s in range(100, 120) if s not in (111, 115)), 141, 243]
+# eight programs hold every construct (checked below): of seeds 100-399, a cover of the
+# constructs chosen for few launches (the 300-seed campaigns, outside CI, run the rest)
+CI_SEEDS = [103, 136, 155, 243, 276, 287, 305, 309]
 
 # issue 26: sub-word views of shared floats, promises in noinline helpers, over 48 KB of
 # dynamic shared memory, a macro in a kernel body and a float macro (rebuilt with other values)
@@ -28,7 +27,7 @@ ISSUE_26_CONSTRUCTS = {*progen.PATTERNS[progen.PATTERNS.index("byte_neighbor"):]
 def test_ci_seeds_hold_every_newer_construct():
     # host statements between launches, a host helper, overloads, device
     # globals, barrier variants, device helpers, the loop nest, issue 26's constructs:
-    # each once made the optimizer miscompile, so the twenty programs below must hold them all
+    # each once made the optimizer miscompile, so the programs below must hold them all
     new = (set(progen.PATTERNS[progen.PATTERNS.index("tail_barrier"):])
            | {"helper", "loop_symbol", "loop_nest"} | set(progen.FEATURES) | set(progen.HOST_OPS))
     found = set().union(*(constructs(progen.generate_program(s)) for s in CI_SEEDS))
@@ -36,11 +35,11 @@ def test_ci_seeds_hold_every_newer_construct():
     assert ISSUE_26_CONSTRUCTS <= new
 
 
-def test_twenty_generated_programs_verify():
+def test_generated_programs_verify():
     results = fuzz(CI_SEEDS, jobs=2)
     bad = [r for r in results if not r["ok"]]
     assert not bad, "\n\n".join(f"seed {r['seed']} ({r['stage']}):\n{r['detail']}" for r in bad)
-    assert sum(r["launches_after"] < r["launches_before"] for r in results) >= 8  # fusion really happens
+    assert sum(r["launches_after"] < r["launches_before"] for r in results) >= 4  # fusion really happens
 
 
 @pytest.mark.parametrize("seed", REGRESSION_SEEDS)
@@ -49,14 +48,14 @@ def test_regression_seed(seed, tmp_path):
     assert r["ok"], r["detail"]
 
 
-ARGV_SEEDS = range(100, 108)
+ARGV_SEEDS = [100, 102, 107, 111]  # each sizes its grids from the block size it reads
 
 
 def test_programs_with_block_sizes_from_argv_verify_at_two_values():
     """Launch shapes the host reads from the command line: the optimizer may not take them for
     numbers, so whatever it writes must compute what the original does at any value."""
     programs = [progen.generate_program(s, argv_block=True) for s in ARGV_SEEDS]
-    assert sum("(n + threads - 1) / threads" in p.source for p in programs) >= 5
+    assert all("(n + threads - 1) / threads" in p.source for p in programs)
     results = fuzz(ARGV_SEEDS, jobs=2, argv_values=("64", "96"))
     bad = [r for r in results if not r["ok"]]
     assert not bad, "\n\n".join(f"seed {r['seed']} ({r['stage']}):\n{r['detail']}" for r in bad)
@@ -84,13 +83,14 @@ def test_cooperative_launches_of_generated_programs_verify():
 # issue 31: programs laid out as application code is (progen.layouts): 44 and 99 hold every
 # layout (the pointer array allocated at constant indices, then in a loop), 56 a helper that
 # calls another for the rest of its launches
-LAYOUT_SEEDS = [44, 56, 99]
+LAYOUT_SEEDS = [44, 56, 99, 122]  # 122: its helper written in the included file, with the kernels it launches
 
 
 def test_programs_laid_out_as_applications_verify():
     programs = [progen.generate_program(s, layouts=True) for s in LAYOUT_SEEDS]
     assert set().union(*(p.layouts for p in programs)) == set(progen.LAYOUTS)
     assert any("_rest(" in p.source for p in programs)
+    assert any("run_part" in text for p in programs for _, text in p.files)
     assert {"cudaMalloc(&d_bufs[k]" in p.source for p in programs if "pointer_array" in p.layouts} == {True, False}
     results = fuzz(LAYOUT_SEEDS, jobs=2, layouts=True)
     bad = [r for r in results if not r["ok"]]
