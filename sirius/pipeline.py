@@ -531,7 +531,7 @@ def report(state: OptimizeState) -> dict[str, Any]:
         "apart_without_reason": [[_launch_ref(insts[i])
                                   for i in pair] for pair in pairs_without_reason(state)],
         # what the optimized program's path counters count (region_paths): verify's counts refer to these
-        "fused_regions": [dataclasses.asdict(r) for r in regions_of(state.output)],
+        "fused_regions": [r.as_record() for r in regions_of(state.output)],
         "passes": [{"name": p.name, "enabled": p.name in state.passes,
                     "changes": state.pass_changes.get(p.name, [])} for p in KERNEL_PASSES],
         "promise_check": None if state.check is None and not state.check_findings else {

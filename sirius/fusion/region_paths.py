@@ -70,6 +70,13 @@ class FusedRegion:
     def size(self) -> int:
         return len(PathKind) + len(self.conditions)
 
+    def as_record(self) -> dict:
+        """As the emitted table and the report hold it (``file`` only where there is one)."""
+        record = asdict(self)
+        if record["file"] is None:
+            del record["file"]
+        return record
+
 
 @dataclass
 class RegionSlots:
@@ -127,7 +134,7 @@ class RegionTable:
     def header(self) -> str:
         """The counters and the table, host code for the top of the program."""
         slots = max(1, sum(r.size for r in self.regions))
-        table = json.dumps({"version": 1, "regions": [asdict(r) for r in self.regions]}, separators=(",", ":"))
+        table = json.dumps({"version": 1, "regions": [r.as_record() for r in self.regions]}, separators=(",", ":"))
         # every name sirius_-prefixed or unnamed: a build's -D macros must not reach into it; a forked
         # child starts from zero (what the parent counted, the parent writes)
         return (TABLE_PREFIX + table + "\n"
