@@ -544,10 +544,15 @@ def _unrewritable_text(source: SourceIndex, site: LaunchSite) -> str | None:
     (directly or through a macro) in one spanning lines, whose value would change."""
     if site.directive_line is not None:
         return f"its launch expression holds a preprocessor directive (line {site.directive_line})"
-    if site.range.end_line != site.range.line and (
-            "__LINE__" in site.text or any("__LINE__" in source.macros.get(m, ())
-                                           for m in source.macros_in([site.range], objects_only=False))):
-        return "its launch expression spans lines and uses __LINE__, whose value rewriting it would change"
+    names = set(re.findall(r"\w+", site.text)) | {n for m in source.macros_in([site.range], objects_only=False)
+                                                    for n in source.macros.get(m, ())}
+    names |= source.position_builtins.get(site.range.file, frozenset())  # (through a default argument)
+    placed = names & {"__builtin_COLUMN", "source_location"}
+    if placed:  # (the temporaries stand at other columns)
+        return f"its launch expression uses {sorted(placed)[0]}, whose value rewriting it would change"
+    if site.range.end_line != site.range.line and names & {"__LINE__", "__builtin_LINE"}:
+        return (f"its launch expression spans lines and uses {sorted(names & {'__LINE__', '__builtin_LINE'})[0]}, "
+                "whose value rewriting it would change")
     return None
 
 

@@ -164,8 +164,10 @@ class SourceIndex:
     # a header's kernels are visible in the main file after this byte offset (the end of
     # the line of the #include that brings the header in)
     visible_after: dict[str, int] = field(default_factory=dict)
-    # host functions with bodies (a member function defined in its class: the outermost class)
+    # host functions with bodies (a member function defined in its class: the outermost class),
+    # from their first attribute; and the declaration at file scope each is in
     function_ranges: dict[str, SourceRange] = field(default_factory=dict)
+    function_tops: dict[str, SourceRange] = field(default_factory=dict)
     for_loops: list[ForLoop] = field(default_factory=list)
     device_function_ranges: list[SourceRange] = field(default_factory=list)  # __device__ functions with bodies
     macro_uses: list[MacroUse] = field(default_factory=list)
@@ -180,6 +182,12 @@ class SourceIndex:
     # why clang's line numbers are not the main file's ("" when they are): #line
     # directives, or a line ended by a lone carriage return (a line end to clang, not to the index)
     renumbered: str = ""
+    # offsets of the conditional directives (#if, #else, #endif, ...) of the main file and
+    # program files: a launch on one side of one, another on the other side, are built apart
+    conditionals: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    # the builtins of source positions (__builtin_COLUMN, __builtin_LINE, source_location) each
+    # file names anywhere: a default argument may read them where a launch calls a function
+    position_builtins: dict[str, frozenset[str]] = field(default_factory=dict)
     # files whose launches are rewritten besides the main file's, by path; and, for each
     # other file of the program's own with host code, why its launches are not
     program_files: dict[str, IncludedProgramFile] = field(default_factory=dict)
@@ -246,6 +254,21 @@ def _range(cursor) -> SourceRange:
     ext = cursor.extent
     return SourceRange(str(ext.start.file), ext.start.line, ext.start.column, ext.end.line,
                        ext.start.offset, ext.end.offset)
+
+
+_ATTRIBUTE_BEFORE = re.compile(rb"\[\[[^\[\]]*\]\]\s*$")
+
+
+def _declaration_range(cursor, source: bytes) -> SourceRange:
+    """``cursor``'s range from the first of the ``[[attributes]]`` written before it, which
+    clang's extent leaves out (what is inserted before a function goes before them)."""
+    out = _range(cursor)
+    start = out.start_offset
+    while True:
+        m = _ATTRIBUTE_BEFORE.search(source, max(0, start - 400), start)
+        if m is None:
+            return replace(out, start_offset=start)
+        start = m.start()
 
 
 def _text(source: bytes, cursor) -> str:
@@ -546,6 +569,9 @@ def _kernel_decl(c, source: bytes, main_file: str, **instance) -> KernelDecl:
     if unwritable is None and body is not None and re.search(r"^[ \t]*#(?![ \t]*pragma\b)", _text(source, body), re.M):
         # (#pragma unroll is the same in a copy)
         unwritable = "its body holds a preprocessor directive, which would act again where a copy is written"
+    named = re.search(r"\b(" + "|".join(_FUNCTION_NAMES) + r")\b", _text(source, body) if body is not None else "")
+    if unwritable is None and named:  # in a fragment it names the fragment
+        unwritable = f"its body uses {named.group(1)}, the name of the function it is in"
     return KernelDecl(c.spelling, instance.pop("stub", c.mangled_name or c.spelling), params, _range(c),
                       _params_text(source, c, body), _text(source, body) if body else "",
                       tuple(sorted(_callees_reading_indices(body, main_file))) if body else (),
@@ -597,6 +623,9 @@ def _with_unwritable_macros(decl: KernelDecl, index: SourceIndex) -> KernelDecl:
     used = index.macros_in([decl.range], objects_only=False)
     if "__COUNTER__" in decl.body_text or any("__COUNTER__" in index.macros[m] for m in used):
         return replace(decl, unwritable="it uses __COUNTER__, which a copy of it would expand to other values")
+    named = next((n for m in used for n in index.macros[m] if n in _FUNCTION_NAMES), None)
+    if named is not None:  # in a fragment it names the fragment
+        return replace(decl, unwritable=f"it uses {named} (through a macro), the name of the function it is in")
     unstable = next((m for m in used if m in index.redefined_macros and m not in index.function_like_macros), None)
     if unstable is not None:
         return replace(decl, unwritable=f"it uses the macro {unstable}, which the program defines again or "
@@ -630,7 +659,9 @@ def _index_macros(tu, defines: tuple[str, ...], out: SourceIndex, source: str) -
             tokens = list(c.get_tokens())
             function_like = len(tokens) > 1 and tokens[1].spelling == "(" \
                 and tokens[1].extent.start.offset == tokens[0].extent.end.offset
-            out.macros[c.spelling] = tuple(t.spelling for t in tokens[1:] if t.kind == ci.TokenKind.IDENTIFIER)
+            # (and keywords of the implementation: __func__ is one)
+            out.macros[c.spelling] = tuple(t.spelling for t in tokens[1:] if t.kind == ci.TokenKind.IDENTIFIER
+                                           or (t.kind == ci.TokenKind.KEYWORD and t.spelling.startswith("__")))
             if function_like:
                 out.function_like_macros.add(c.spelling)
         elif c.kind == ci.CursorKind.MACRO_INSTANTIATION and user:
@@ -668,8 +699,11 @@ def _include_points(tu, main_file: str, source: bytes) -> dict[str, int]:
     return points
 
 
+_FUNCTION_NAMES = ("__func__", "__FUNCTION__", "__PRETTY_FUNCTION__", "__builtin_FUNCTION")
+_POSITION_BUILTINS = re.compile(rb"\b(__builtin_COLUMN|__builtin_LINE|source_location)\b")
+_CONDITIONAL = re.compile(rb"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b", re.M)
 _CONTEXT_NAMES = {"__has_include", "__has_include_next", "__INCLUDE_LEVEL__", "__FILE__", "__FILE_NAME__",
-                  "__BASE_FILE__"}
+                  "__BASE_FILE__", "__builtin_FILE", "__builtin_FILE_NAME", "source_location"}
 _AT_FILE_SCOPE = {ci.CursorKind.NO_DECL_FOUND, ci.CursorKind.TRANSLATION_UNIT, ci.CursorKind.INCLUSION_DIRECTIVE,
                   ci.CursorKind.MACRO_DEFINITION, ci.CursorKind.MACRO_INSTANTIATION}
 
@@ -690,12 +724,32 @@ def _enclosing(tu, file: str, offset: int) -> str | None:
     return c.spelling if c.kind.is_declaration() and c.spelling else "a function or a declaration"
 
 
-def _copy_facts(tu, path: str, text: bytes, main_file: str, directives: list
+def _context_macros(tu) -> frozenset[str]:
+    """The program's own macros whose expansion (through its other macros too) names
+    something that means something else where a file's text is read from
+    (``_CONTEXT_NAMES``): used in a copy, they would expand to other values there."""
+    bodies: dict[str, set[str]] = {}
+    for c in tu.cursor.get_children():
+        if c.kind == ci.CursorKind.MACRO_DEFINITION:
+            location = c.location
+            if not location.is_in_system_header and location.file is not None:
+                bodies[c.spelling] = {t.spelling for t in list(c.get_tokens())[1:]}
+    found = {name for name, names in bodies.items() if names & _CONTEXT_NAMES}
+    grew = True
+    while grew:
+        more = {name for name, names in bodies.items() if name not in found and names & found}
+        found |= more
+        grew = bool(more)
+    return frozenset(found)
+
+
+def _copy_facts(tu, path: str, text: bytes, main_file: str, directives: list, context_macros: frozenset[str]
                 ) -> tuple[str | None, tuple[tuple[int, int], ...], tuple[tuple[int, int, str], ...]]:
     """For a file whose copy would stand in the main file: why its text would mean
     something else there (None when it would not), its ``#pragma once`` directives, and
     the quoted #includes to re-point (``IncludedProgramFile``). Read from clang's tokens,
-    so that text in a string literal or a comment is never taken for a directive."""
+    so that text in a string literal or a comment is never taken for a directive; the
+    tokens of branches not taken count too (another build may take them)."""
     line = lambda offset: text.count(b"\n", 0, offset) + 1
     lone_cr = re.search(rb"\r(?!\n)", text)
     if lone_cr:  # clang counts it as a line end, the line numbers the copy's #line directives give do not
@@ -703,33 +757,47 @@ def _copy_facts(tu, path: str, text: bytes, main_file: str, directives: list
     file = tu.get_file(path)
     extent = ci.SourceRange.from_locations(ci.SourceLocation.from_offset(tu, file, 0),
                                            ci.SourceLocation.from_offset(tu, file, len(text)))
-    tokens = list(tu.get_tokens(extent=extent))
+    try:
+        tokens = [(t.spelling, t.kind, t.location.line, t.extent.start.offset, t.extent.end.offset)
+                  for t in tu.get_tokens(extent=extent)]
+    except UnicodeDecodeError:
+        return "which is not UTF-8 text", (), ()
     pragma_once: list[tuple[int, int]] = []
-    for k, t in enumerate(tokens):
-        if t.spelling in _CONTEXT_NAMES:
-            return (f"whose text uses {t.spelling} (line {t.location.line}), which means something else where "
-                    "the main file holds it"), (), ()
-        first = t.spelling == "#" and (k == 0 or tokens[k - 1].location.line != t.location.line)
-        following = [u.spelling for u in tokens[k + 1:k + 3] if u.location.line == t.location.line]
-        if first and following[:1] in (["include_next"], ["line"]):
-            return f"which has a #{following[0]} directive (line {t.location.line})", (), ()
-        if first and following[:1] in (["include"], ["import"]) and len(tokens) > k + 2 \
-                and tokens[k + 2].location.line == t.location.line \
-                and tokens[k + 2].kind != ci.TokenKind.LITERAL and tokens[k + 2].spelling != "<":
-            return (f"which names a file to include with a macro (line {t.location.line}): from the main file's "
-                    "folder it could be another"), (), ()
-        if first and following == ["pragma", "once"]:
-            pragma_once.append((t.extent.start.offset, tokens[k + 2].extent.end.offset))
-    here, main_dir = Path(path).resolve().parent, Path(main_file).resolve().parent
-    repoint = []
-    for c in directives:
-        written = next((u for u in c.get_tokens() if u.kind == ci.TokenKind.LITERAL), None)
-        target = c.get_included_file()
-        if written is None or target is None or here == main_dir:
+    included: list[tuple[str, int, int]] = []  # quoted #includes: the name, its literal's start and end
+    for k, (spelling, kind, at, start, end) in enumerate(tokens):
+        if spelling in _CONTEXT_NAMES or spelling in context_macros:
+            through = "" if spelling in _CONTEXT_NAMES else ", a macro that names what a file's place decides"
+            return (f"whose text uses {spelling} (line {at}){through}, which means something else where the main "
+                    "file holds it"), (), ()
+        first = spelling == "#" and (k == 0 or tokens[k - 1][2] != at)
+        following = [u for u in tokens[k + 1:k + 3] if u[2] == at]
+        if not first or not following:
             continue
-        name = written.spelling.strip('"')
-        if (here / name).exists() or (main_dir / name).exists():
-            repoint.append((written.extent.start.offset, written.extent.end.offset, str(target)))
+        directive = following[0][0]
+        if directive in ("include_next", "line") or following[0][1] == ci.TokenKind.LITERAL:
+            return f"which has a #{directive} directive (line {at})", (), ()  # (# 12 "f.c": a line marker)
+        if directive in ("include", "import"):
+            if len(following) < 2 or (following[1][1] != ci.TokenKind.LITERAL and following[1][0] != "<"):
+                return (f"which names a file to include with a macro (line {at}): from the main file's folder it "
+                        "could be another"), (), ()
+            if following[1][1] == ci.TokenKind.LITERAL:
+                included.append((following[1][0].strip('"'), following[1][3], following[1][4]))
+        if [u[0] for u in following] == ["pragma", "once"]:
+            pragma_once.append((start, following[1][4]))
+    here, main_dir = Path(path).resolve().parent, Path(main_file).resolve().parent
+    found = {c.extent.end.offset: c.get_included_file() for c in directives}  # where clang took the #include
+    repoint = []
+    for name, start, end in included:
+        if here == main_dir or Path(name).is_absolute():
+            continue
+        target = found.get(end)
+        if target is None and (here / name).exists():  # a branch not taken: searched beside the file first
+            target = here / name
+        elif target is None and (main_dir / name).exists():
+            return (f"whose #include \"{name}\" in a branch not taken (line {line(start)}) would find another file "
+                    "from the main file's folder"), (), ()
+        if target is not None and ((here / name).exists() or (main_dir / name).exists()):
+            repoint.append((start, end, str(target)))
     return None, tuple(pragma_once), tuple(repoint)
 
 
@@ -739,12 +807,22 @@ def _program_files(tu, main_file: str) -> tuple[dict[str, IncludedProgramFile], 
     main file or of another such file, whose text means the same where the main file holds
     it: a copy of such a file's text can stand in place of that line (in the copy of the
     file holding it). For the others, why not."""
-    directives: dict[str, list] = {}  # by real path
+    directives: dict[object, list] = {}  # by the file's identity
     written_in: dict[str, list] = {}  # the directives in each file, by its name
-    names: dict[str, str] = {}  # real path -> the name clang gives the file
-    reals: dict[str, str] = {}
-    real_path = lambda name: reals.get(name) or reals.setdefault(name, os.path.realpath(name))
+    names: dict[object, str] = {}  # identity -> the name clang gives the file
+    ids: dict[str, object] = {}
+
+    def real_path(name: str):  # a file's identity: its inode (hard links and symbolic ones are one file)
+        if name not in ids:
+            try:
+                st = os.stat(name)
+                ids[name] = (st.st_dev, st.st_ino)
+            except OSError:
+                ids[name] = os.path.realpath(name)
+        return ids[name]
+
     main_real = real_path(main_file)
+    context_macros = _context_macros(tu)
     for c in tu.cursor.get_children():
         if c.kind == ci.CursorKind.INCLUSION_DIRECTIVE and c.location.file is not None:
             written_in.setdefault(str(c.location.file), []).append(c)
@@ -756,7 +834,7 @@ def _program_files(tu, main_file: str) -> tuple[dict[str, IncludedProgramFile], 
     rewritten: dict[str, IncludedProgramFile] = {}
     why: dict[str, str] = {}
 
-    def decide(real: str, seen: frozenset[str]) -> bool:
+    def decide(real, seen: frozenset) -> bool:
         path = names[real]
         if path in rewritten or path in why:
             return path in rewritten
@@ -776,8 +854,13 @@ def _program_files(tu, main_file: str) -> tuple[dict[str, IncludedProgramFile], 
         if inside is not None:
             why[path] = f"which is included inside {inside} (line {use.location.line})"
             return False
+        left_open = _enclosing(tu, parent, use.extent.end.offset + 1)
+        if left_open is not None:  # what follows the #include is inside something the file opened
+            why[path] = f"which leaves {left_open} open after it"
+            return False
         text = Path(path).read_bytes()
-        problem, pragma_once, repoint = _copy_facts(tu, path, text, main_file, written_in.get(path, []))
+        problem, pragma_once, repoint = _copy_facts(tu, path, text, main_file, written_in.get(path, []),
+                                                    context_macros)
         if problem is not None:
             why[path] = problem
             return False
@@ -843,8 +926,9 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
     records = (ci.CursorKind.STRUCT_DECL, ci.CursorKind.CLASS_DECL, ci.CursorKind.UNION_DECL,
                ci.CursorKind.CLASS_TEMPLATE)
 
-    def visit(cursor, function: str | None, returns_leave_program: bool = False, record=None) -> None:
-        # ``record``: the outermost class ``cursor`` is in (what goes before a member function goes before it)
+    def visit(cursor, function: str | None, returns_leave_program: bool = False, record=None, top=None) -> None:
+        # ``record``: the outermost class ``cursor`` is in (what goes before a member function goes
+        # before it); ``top``: the declaration at file scope it is in
         in_braces = cursor.kind == ci.CursorKind.COMPOUND_STMT
         if record is None and cursor.kind in records:
             record = cursor
@@ -853,20 +937,22 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
             location = c.location
             if location.is_in_system_header or location.file is None:
                 continue
+            outer = top if cursor.kind != ci.CursorKind.TRANSLATION_UNIT else c
             kind = c.kind
             if kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE) and _is_kernel(c):
                 kernel(c)
                 continue
             if not in_program(c):  # a header of the program's own: only its kernels
                 if kind in (ci.CursorKind.NAMESPACE, ci.CursorKind.LINKAGE_SPEC):
-                    visit(c, function)
+                    visit(c, function, top=outer)
                 continue
             if kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE, ci.CursorKind.CXX_METHOD):
                 if c.is_definition() and any(ch.kind == ci.CursorKind.CUDADEVICE_ATTR for ch in c.get_children()):
                     out.device_function_ranges.append(_range(c))
                 if c.is_definition():
-                    out.function_ranges.setdefault(c.spelling, _range(record or c))
-                visit(c, c.spelling, _is_program_entry(c), record)
+                    out.function_ranges.setdefault(c.spelling, _declaration_range(record or c, text_of(c)))
+                    out.function_tops.setdefault(c.spelling, _declaration_range(outer, text_of(c)))
+                visit(c, c.spelling, _is_program_entry(c), record, outer)
                 continue
             # loops by line are the main file's (the IR's loop lines are where main calls a helper)
             if kind == ci.CursorKind.FOR_STMT and function is not None and in_main(c):
@@ -904,7 +990,7 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
                     var = _allocated_variable(source, args[0]) if args else None
                     size = _text(source, args[1]) if len(args) > 1 else ""
                     out.allocations.append(AllocSite(c.spelling, var, c.location.line, size))
-            visit(c, function, returns_leave_program and kind != ci.CursorKind.LAMBDA_EXPR, record)
+            visit(c, function, returns_leave_program and kind != ci.CursorKind.LAMBDA_EXPR, record, outer)
 
     visit(tu.cursor, None)
     if bodies:
@@ -920,6 +1006,10 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
         points = _include_points(tu, main_file, source)
         out.visible_after = {h: points[h] for h in headers if h in points}
     out.included = tuple(sorted({str(inc.include) for inc in tu.get_includes() if inc.include is not None}))
+    out.conditionals = {f: tuple(m.start() for m in _CONDITIONAL.finditer(text_of_file(f)))
+                        for f in (main_file, *out.program_files)}
+    out.position_builtins = {f: frozenset(m.decode() for m in _POSITION_BUILTINS.findall(text_of_file(f)))
+                             for f in (main_file, *out.program_files)}
     lone_cr = re.search(rb"\r(?!\n)", source)
     if re.search(rb"^[ \t]*#[ \t]*line\b", source, re.MULTILINE):
         out.renumbered = "the program's #line directives renumber its lines, and clang reports the numbers they give"

@@ -175,7 +175,8 @@ def preprocess(source: Path, flags: CompileFlags, clang: str) -> str:
     cmd += [f"-I{d}" for d in flags.include_dirs]
     cmd += [f"-D{d}" for d in flags.defines]
     cmd.append(str(source))
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    # bytes that are not UTF-8 (a Latin-1 comment) go through as they are
+    proc = subprocess.run(cmd, capture_output=True, text=True, errors="surrogateescape")
     if proc.returncode != 0:
         lacking = missing_library(proc.stderr)
         raise InputError(
@@ -227,7 +228,7 @@ def build_program(source: str | os.PathLike, flags: CompileFlags = CompileFlags(
     runtime = _runtime_object(clang, cache)
     key = hashlib.sha256(
         "\0".join([rewritten.text, std, " ".join(CODEGEN_FLAGS), runtime.name,
-                   _clang_version(clang)]).encode()
+                   _clang_version(clang)]).encode("utf-8", "surrogateescape")
     ).hexdigest()[:24]
     binary = cache / key / "program"
     if binary.is_file() and not rebuild:
@@ -236,11 +237,11 @@ def build_program(source: str | os.PathLike, flags: CompileFlags = CompileFlags(
     cache.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache) as tmp:
         ii = Path(tmp) / (src.stem + ".ii")
-        ii.write_text(rewritten.text)
+        ii.write_text(rewritten.text, errors="surrogateescape")
         out = Path(tmp) / "program"
         cmd = [clang, "--driver-mode=g++", "-x", "c++-cpp-output", f"-std={std}", *CODEGEN_FLAGS,
                "-w", "-ferror-limit=10", str(ii), "-x", "none", str(runtime), "-o", str(out)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
         if proc.returncode != 0:
             raise InputError(
                 f"error: cannot build {source} for the CPU backend:\n"

@@ -35,6 +35,7 @@ program cannot be built, the original fails or exits with a nonzero status, or
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import tempfile
@@ -187,8 +188,10 @@ def _promise_check(args: argparse.Namespace) -> CheckResult | str:
     if not GENERATED_KERNEL.search(text):
         return CheckResult()  # nothing the optimizer generated: no promises of its own to check
     try:
-        job = CompileJob(Path(args.original), compile_flags_from_args(args),
-                         resolve_toolchain(args.clang, getattr(args, "cuda_path", None)))
+        flags = compile_flags_from_args(args)
+        # its #include lines re-pointed for its own folder (written elsewhere than the original) are found from there
+        flags = dataclasses.replace(flags, include_dirs=flags.include_dirs + (str(Path(args.optimized).resolve().parent),))
+        job = CompileJob(Path(args.original), flags, resolve_toolchain(args.clang, getattr(args, "cuda_path", None)))
         return check_program(job, source=text)
     except SiriusError as err:
         return str(err).splitlines()[0]

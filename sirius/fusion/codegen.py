@@ -76,8 +76,12 @@ def generate(model: ProgramModel, program: FusedProgram, source: str) -> tuple[s
     texts = {main: source.encode()}
     texts.update({f: Path(f).read_bytes() for f in index.program_files})
     edits: dict[str, list[tuple[int, int, str]]] = {f: [] for f in texts}
-    entry = _first_rewritten_function(model, used)
-    block_file, insert_at = main, max(index.visible_from(decls[i.statement.index]) for i in used)
+    last = max(used, key=lambda i: index.visible_from(decls[i.statement.index]))
+    block_file, insert_at = main, index.visible_from(decls[last.statement.index])
+    # the block is in the namespaces of the kernel it follows (in the main file); at file
+    # scope, what declares its kernels goes before the file-scope declaration holding the entry
+    at_file_scope = decls[last.statement.index].range.file != main or not decls[last.statement.index].namespaces
+    entry = _first_rewritten_function(model, used, at_file_scope)
     # the fused kernels' prototypes go before the first function that launches them, when
     # they are defined after it
     declare = entry is not None and index.program_order(main, insert_at) > index.program_order(
@@ -211,13 +215,15 @@ def _edited(data: bytes, edits: list[tuple[int, int, str | bytes]], named: str |
     return data
 
 
-def _first_rewritten_function(model: ProgramModel, used) -> SourceRange | None:
+def _first_rewritten_function(model: ProgramModel, used, file_scope: bool) -> SourceRange | None:
     """The first host function, in the emitted program's order, that a rewritten launch is
-    in: the entry, or a helper written before it (in the main file or a file it includes)."""
+    in: the entry, or a helper written before it (in the main file or a file it includes);
+    with ``file_scope``, the declaration at file scope it is in (its namespace, ``extern "C"``)."""
     index = model.source
-    entry = index.function_ranges.get(model.host.entry) or next(
-        (r for name, r in index.function_ranges.items()
+    ranges = index.function_tops if file_scope else index.function_ranges
+    entry = ranges.get(model.host.entry) or next(
+        (r for name, r in ranges.items()
          if model.host.entry.startswith("_Z") and f"{len(name)}{name}" in model.host.entry), None)
-    hosts = [entry] + [index.function_ranges.get(i.site.function) for i in used if i.site is not None]
+    hosts = [entry] + [ranges.get(i.site.function) for i in used if i.site is not None]
     return min((r for r in hosts if r is not None and index.rewritten_file(r.file)),
                key=lambda r: index.program_order(r.file, r.start_offset), default=None)

@@ -43,8 +43,7 @@ def in_place_text(included: IncludedProgramFile, copy: bytes, parent: bytes) -> 
     eol = line_end(parent)
     if copy and not copy.endswith(b"\n"):
         copy += eol.encode()
-    if copy.rstrip(b"\r\n").endswith(b"\\"):  # a last line continued: onto an empty line, not the #line
-        copy += eol.encode()
+    copy += eol.encode()  # an empty line: a last line continued by a backslash (spaces after it too) ends there
     line_start = parent.rfind(b"\n", 0, included.start) + 1
     before = b"" if not parent[line_start:included.start].strip() else eol.encode()
     line_stop = parent.find(b"\n", included.end)

@@ -17,6 +17,8 @@ the program (an error check) without running code of the program's own on the wa
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from sirius.analysis.host_model import HostStatement
 from sirius.analysis.host_observation import WAITING_SYNCS, Observer, observes_nothing, sync_observers
 from sirius.analysis.program_model import ProgramModel
@@ -120,6 +122,11 @@ def _separator(index: SourceIndex, stmts, inst, previous: int | None, launch: Ho
     if a.site.function != b.site.function:
         return Problem(RefusalKind.HOST_FUNCTION,
                        f"they are in different host functions ({a.site.function}, {b.site.function})")
+    split = _conditional_between(index, a.site, b.site)
+    if split is not None:
+        where = "" if a.site.range.file == index.main_file else f"{Path(a.site.range.file).name} "
+        return Problem(RefusalKind.CONTROL_FLOW, f"a preprocessor conditional ({where}line {split}) is between them: "
+                                                 "another build may leave one out")
     flow = _flow_between(index, a.site, b.site)
     if flow is Flow.OBSERVED_EXIT:
         named = list(dict.fromkeys(f"{o.what} at line {o.line}" for o in index.end_observers))
@@ -129,6 +136,20 @@ def _separator(index: SourceIndex, stmts, inst, previous: int | None, launch: Ho
                        f"({which}), which may see the first launch's results")
     if flow is Flow.OTHER:
         return Problem(RefusalKind.CONTROL_FLOW, "control flow between them in the source")
+    return None
+
+
+def _conditional_between(index: SourceIndex, a: LaunchSite, b: LaunchSite) -> int | None:
+    """The line of a conditional directive (#if, #else, #endif, ...) between launch ``a``
+    and launch ``b``, written in one file: the fused launch stands where ``b`` is, and a
+    build that leaves either out must run the other alone."""
+    if a.range.file != b.range.file:
+        return None
+    text = None
+    for offset in index.conditionals.get(a.range.file, ()):
+        if min(a.range.end_offset, b.range.end_offset) <= offset < max(a.range.start_offset, b.range.start_offset):
+            text = text or Path(a.range.file).read_bytes()
+            return text.count(b"\n", 0, offset) + 1
     return None
 
 

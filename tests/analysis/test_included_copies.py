@@ -36,6 +36,11 @@ def _optimized(name: str, out: Path):
     ("p17", "2 -> 1"),  # a closer overload declared in main after the #include: fragments stay where their kernels are
     ("p26", "2 -> 1"),  # a quoted #include found through -I, another file of its name in main's folder
     ("p41", "2 -> 1"),  # the helper a static member function: the prototypes go before its class
+    # the second blind red team
+    ("r2_p02", "2 -> 1"),  # the helper declared extern "C" without braces: the prototypes go before extern "C"
+    ("r2_p03", "2 -> 1"),  # the helper in a namespace of the copy, the kernels not: the prototypes at file scope
+    ("r2_p10", "2 -> 1"),  # a nested copy whose last line ends in a backslash and a space
+    ("r2_p33", "2 -> 1"),  # a [[noreturn]] helper: the prototypes go before its attribute
 ])
 def test_a_copy_of_an_included_file_computes_what_the_file_did(name, launches, tmp_path):
     out = tmp_path / "out.cu"
@@ -57,7 +62,36 @@ def test_a_copy_of_an_included_file_computes_what_the_file_did(name, launches, t
     ("p47", "its launch expression spans lines and uses __LINE__, whose value rewriting it would change"),
     ("p48", "its launch expression holds a preprocessor directive (line 15)"),
     ("p51", "the main file ends line 1 with a lone carriage return"),
+    # the second blind red team
+    ("r2_p22", "whose text uses CK (line 11), a macro that names what a file's place decides"),  # __FILE__ in it
+    ("r2_p30", "whose text uses HAS_LOCAL (line 10), a macro that names what a file's place decides"),
+    ("r2_p38", "a preprocessor conditional (kern.cuh line 12) is between them: another build may leave one out"),
+    ("r2_p43", "it uses __func__ (through a macro), the name of the function it is in"),
+    ("r2_p45", "which is not UTF-8 text"),
+    ("r2_p49", "its launch expression uses __builtin_COLUMN, whose value rewriting it would change"),
 ])
 def test_what_a_copy_would_change_keeps_the_launches_apart(name, why, tmp_path):
     summary, _ = _optimized(name, tmp_path / "out.cu")
     assert why in summary and "internal error" not in summary, summary
+
+
+def test_an_include_in_a_branch_not_taken_is_re_pointed_too(tmp_path):
+    """r2_p37: the copy's #include "bias.h" in an #if branch the optimized build does not
+    take names the file beside the copied one, also in a build that takes it (the main
+    file's folder holds another bias.h)."""
+    out = tmp_path / "out.cu"
+    summary, _ = _optimized("r2_p37", out)
+    assert "launches per run: 2 -> 1" in summary, summary
+    verify = sirius("verify", "main.cu", str(out), "-DOPS_TUNED=1", cwd=PROGRAMS / "r2_p37")
+    assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
+
+
+def test_a_copy_written_to_another_folder_is_checked_from_there(tmp_path):
+    """r2_p12: the copy's #include re-pointed for the output's folder; verify's promise
+    check compiles the optimized program so that it finds it."""
+    out = tmp_path / "build" / "out.cu"
+    out.parent.mkdir()
+    summary, _ = _optimized("r2_p12", out)
+    assert "launches per run: 2 -> 1" in summary, summary
+    verify = sirius("verify", "main.cu", str(out), cwd=PROGRAMS / "r2_p12")
+    assert verify.returncode == 0 and "no violations" in verify.stdout, verify.stdout + verify.stderr

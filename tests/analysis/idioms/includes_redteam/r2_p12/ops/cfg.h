@@ -1,0 +1,2 @@
+#pragma once
+#define BIAS 1.0f

@@ -1,0 +1,18 @@
+#pragma once
+__global__ void scale(float *y, const float *x, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i];
+}
+__global__ void addb(float *z, const float *y, float b, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) z[i] = y[i] + b;
+}
+#if HAS_LOCAL(fast_tables.cuh)
+static const float kScale = 2.0f;
+#else
+static const float kScale = 3.0f;
+#endif
+static void run_pair(float *z, float *y, const float *x, int n) {
+  scale<<<(n + 255) / 256, 256>>>(y, x, kScale, n);
+  addb<<<(n + 255) / 256, 256>>>(z, y, (float)DEPTH, n);
+}

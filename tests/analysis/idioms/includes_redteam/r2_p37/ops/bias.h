@@ -1,0 +1,3 @@
+#pragma once
+// ops/bias.h: the bias the ops library uses in its "tuned" build
+#define OPS_BIAS 0.75f
