@@ -774,8 +774,10 @@ def _copy_facts(tu, path: str, text: bytes, main_file: str, directives: list, co
         if not first or not following:
             continue
         directive = following[0][0]
-        if directive in ("include_next", "line") or following[0][1] == ci.TokenKind.LITERAL:
-            return f"which has a #{directive} directive (line {at})", (), ()  # (# 12 "f.c": a line marker)
+        if following[0][1] == ci.TokenKind.LITERAL:  # # 12 "f.c"
+            return f"which has a line marker (line {at}), which renumbers its lines", (), ()
+        if directive in ("include_next", "line"):
+            return f"which has a #{directive} directive (line {at})", (), ()
         if directive in ("include", "import"):
             if len(following) < 2 or (following[1][1] != ci.TokenKind.LITERAL and following[1][0] != "<"):
                 return (f"which names a file to include with a macro (line {at}): from the main file's folder it "
