@@ -700,6 +700,7 @@ def _include_points(tu, main_file: str, source: bytes) -> dict[str, int]:
 
 
 _FUNCTION_NAMES = ("__func__", "__FUNCTION__", "__PRETTY_FUNCTION__", "__builtin_FUNCTION")
+_CALLER_FILE = re.compile(rb"\b(?:__builtin_FILE|__builtin_FILE_NAME|source_location)\b")
 _POSITION_BUILTINS = re.compile(rb"\b(__builtin_COLUMN|__builtin_LINE|source_location)\b")
 _CONDITIONAL = re.compile(rb"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b", re.M)
 _CONTEXT_NAMES = {"__has_include", "__has_include_next", "__INCLUDE_LEVEL__", "__FILE__", "__FILE_NAME__",
@@ -870,11 +871,20 @@ def _program_files(tu, main_file: str) -> tuple[dict[str, IncludedProgramFile], 
                                               use.location.line, parent, pragma_once, repoint)
         return True
 
-    for real, uses in directives.items():
-        target = uses[0].get_included_file()
-        if not (ci.SourceLocation.from_position(tu, target, 1, 1).is_in_system_header
-                or any(c.location.is_in_system_header for c in uses)):
-            decide(real, frozenset())
+    own = [real for real, uses in directives.items()
+           if not (ci.SourceLocation.from_position(tu, uses[0].get_included_file(), 1, 1).is_in_system_header
+                   or any(c.location.is_in_system_header for c in uses))]
+    # a function of the program's may read the file it is called from (a default argument
+    # __builtin_FILE(), std::source_location): then a call in a copy would name another file
+    for name in (main_file, *(names[real] for real in own)):
+        caller_file = _CALLER_FILE.search(Path(name).read_bytes())
+        if caller_file is not None:
+            for real in own:
+                why[names[real]] = (f"and the program names {caller_file.group(0).decode()} (in {Path(name).name}), "
+                                    "which a function reads where it is called from")
+            return rewritten, why
+    for real in own:
+        decide(real, frozenset())
     return rewritten, why
 
 

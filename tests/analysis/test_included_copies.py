@@ -68,7 +68,8 @@ def test_a_copy_of_an_included_file_computes_what_the_file_did(name, launches, t
     ("r2_p38", "a preprocessor conditional (kern.cuh line 12) is between them: another build may leave one out"),
     ("r2_p43", "it uses __func__ (through a macro), the name of the function it is in"),
     ("r2_p45", "which is not UTF-8 text"),
-    ("r2_p49", "its launch expression uses __builtin_COLUMN, whose value rewriting it would change"),
+    ("r2_p49", "and the program names source_location (in kern.cuh), which a function reads where it is called"),
+    ("r2_p21", "and the program names __builtin_FILE (in log.h), which a function reads where it is called from"),
 ])
 def test_what_a_copy_would_change_keeps_the_launches_apart(name, why, tmp_path):
     summary, _ = _optimized(name, tmp_path / "out.cu")
@@ -95,3 +96,15 @@ def test_a_copy_written_to_another_folder_is_checked_from_there(tmp_path):
     assert "launches per run: 2 -> 1" in summary, summary
     verify = sirius("verify", "main.cu", str(out), cwd=PROGRAMS / "r2_p12")
     assert verify.returncode == 0 and "no violations" in verify.stdout, verify.stdout + verify.stderr
+
+
+def test_a_launch_reading_its_column_is_not_rewritten(tmp_path):
+    """Rewritten, a launch's arguments stand at other columns (red team 2, p49, in one file)."""
+    (tmp_path / "main.cu").write_text(
+        "#include <cstdio>\n__global__ void k(int* t, int c) { t[threadIdx.x] += c; }\n"
+        "int main() {\n  int* t; cudaMalloc(&t, 128); cudaMemset(t, 0, 128);\n"
+        "  k<<<1, 32>>>(t, __builtin_COLUMN()); k<<<1, 32>>>(t, 1);\n"
+        "  int h[32]; cudaMemcpy(h, t, 128, cudaMemcpyDeviceToHost);\n  printf(\"%d\\n\", h[0]);\n  return 0;\n}\n")
+    proc = sirius("optimize", "main.cu", "-o", "out.cu", cwd=tmp_path)
+    assert proc.returncode == 0 and "launches per run: 2 -> 2" in proc.stdout, proc.stdout + proc.stderr
+    assert "its launch expression uses __builtin_COLUMN, whose value rewriting it would change" in proc.stdout
