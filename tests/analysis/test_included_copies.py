@@ -6,6 +6,7 @@ verify equal; the others stay apart, for the reason given here."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import sys
@@ -17,8 +18,13 @@ PROGRAMS = Path(__file__).resolve().parent / "idioms" / "includes_redteam"
 SIRIUS = str(Path(sys.executable).parent / "sirius")
 
 
+# run from each program's folder (its flags name folders beside it), its caches where the suite's are
+CACHE = str(Path(os.environ.get("SIRIUS_CACHE") or ".sirius-cache").resolve())
+
+
 def sirius(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([SIRIUS, *args], capture_output=True, text=True, timeout=600, cwd=cwd)
+    return subprocess.run([SIRIUS, *args], capture_output=True, text=True, timeout=600, cwd=cwd,
+                          env={**os.environ, "SIRIUS_CACHE": CACHE})
 
 
 def _optimized(name: str, out: Path):
