@@ -158,7 +158,7 @@ def verify_programs(args: argparse.Namespace) -> tuple[int, list[region_paths.Re
         status_original=orig.returncode, status_optimized=opt.returncode,
         rtol=args.rtol, atol=args.atol)
     print(report.render())
-    _print_paths(regions, runs, args.optimized)
+    _print_paths(regions, runs, args.original)  # (its lines are the original's: the #line directives)
     if not isinstance(checked, str) and checked.violations:
         print(f"promise check failed: {len(checked.violations)} violations a GPU would act on (see above)")
         sys.stdout.flush()

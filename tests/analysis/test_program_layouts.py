@@ -45,7 +45,7 @@ def test_kernels_of_an_included_file_fuse_where_main_launches_them(included):
     assert "layer_forward (line 13) -> squash (line 14)" in proc.stdout, proc.stdout
     verify = sirius("verify", str(HERE / "included_kernels" / "main.cu"), str(out))
     assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
-    assert "region 0 (fused, main.opt.cu:13, layer_forward squash): fused launches 1" in verify.stdout, verify.stdout
+    assert "region 0 (fused, main.cu:13, layer_forward squash): fused launches 1" in verify.stdout, verify.stdout
     assert "region 1 (fused, kernels.cu:23, adjust_weights decay): fused launches 1" in verify.stdout, verify.stdout
 
 
