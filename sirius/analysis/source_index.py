@@ -652,10 +652,9 @@ def _index_macros(tu, defines: tuple[str, ...], out: SourceIndex, source: str) -
         location = c.location  # (one look-up: each property of a cursor asks clang again)
         if location.is_in_system_header or location.file is None:
             continue
-        user = True
-        if c.kind == ci.CursorKind.MACRO_DEFINITION and user and c.spelling in out.macros:
+        if kind == ci.CursorKind.MACRO_DEFINITION and c.spelling in out.macros:
             out.redefined_macros.add(c.spelling)
-        if c.kind == ci.CursorKind.MACRO_DEFINITION and user and c.spelling not in given:
+        if kind == ci.CursorKind.MACRO_DEFINITION and c.spelling not in given:
             tokens = list(c.get_tokens())
             function_like = len(tokens) > 1 and tokens[1].spelling == "(" \
                 and tokens[1].extent.start.offset == tokens[0].extent.end.offset
@@ -664,7 +663,7 @@ def _index_macros(tu, defines: tuple[str, ...], out: SourceIndex, source: str) -
                                            or (t.kind == ci.TokenKind.KEYWORD and t.spelling.startswith("__")))
             if function_like:
                 out.function_like_macros.add(c.spelling)
-        elif c.kind == ci.CursorKind.MACRO_INSTANTIATION and user:
+        elif kind == ci.CursorKind.MACRO_INSTANTIATION:
             out.macro_uses.append(MacroUse(c.spelling, str(location.file), c.extent.start.offset))
 
 

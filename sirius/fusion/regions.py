@@ -145,11 +145,9 @@ def _conditional_between(index: SourceIndex, a: LaunchSite, b: LaunchSite) -> in
     build that leaves either out must run the other alone."""
     if a.range.file != b.range.file:
         return None
-    text = None
     for offset in index.conditionals.get(a.range.file, ()):
         if min(a.range.end_offset, b.range.end_offset) <= offset < max(a.range.start_offset, b.range.start_offset):
-            text = text or Path(a.range.file).read_bytes()
-            return text.count(b"\n", 0, offset) + 1
+            return Path(a.range.file).read_bytes().count(b"\n", 0, offset) + 1
     return None
 
 
