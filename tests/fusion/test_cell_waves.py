@@ -96,7 +96,7 @@ def test_the_waves_verify_on_the_cpu_backend(tmp_path):
                             env={**os.environ, "SIRIUS_LAUNCH_LOG": str(log)})
     assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
     assert log.read_text().split() == ["sirius_cells_0"] * 7
-    assert "region 0 (waves, waves.cu:" in verify.stdout and "): waves of cells 1\n" in verify.stdout, verify.stdout
+    assert "region 0 (waves, optimize_layer_waves.cu:" in verify.stdout and "): waves of cells 1\n" in verify.stdout, verify.stdout
 
 
 def test_the_waves_in_one_persistent_launch_verify(tmp_path):
