@@ -561,6 +561,19 @@ def _syncs_crossed(state: OptimizeState, group) -> list[dict[str, Any]]:
     return [{"call": stmts[i].detail, "line": stmts[i].line} for i in region.crossed if first < i < last]
 
 
+def _grid_domain(fk, insts) -> dict[str, Any]:
+    """``{"domain": ...}`` for a fused kernel proven for every grid the host computes at run
+    time (the guard then checks its fragments' grids equal); nothing where every launch
+    shape is a constant."""
+    run_time = [f for lane in fk.lanes for f in lane.fragments if f.grid is None]
+    if not run_time:
+        return {}
+    launches = ", ".join(f"{insts[f.launch].kernel.name} ({insts[f.launch].where})"
+                         for lane in fk.lanes for f in lane.fragments)
+    return {"domain": f"every grid the host computes at run time, where {launches} have one grid "
+                      "(checked before the fused launch)"}
+
+
 def _kernel_facts(state: OptimizeState, group: int) -> dict[str, Any]:
     """What a fused kernel promises and needs: the restrict qualifiers it keeps and those
     taken back (with why), its launch bound and shared memory."""
@@ -574,5 +587,6 @@ def _kernel_facts(state: OptimizeState, group: int) -> dict[str, Any]:
             "restrict_dropped": [{"parameter": b.pointer, "also_reached_by": b.other, "buffer": b.buffer,
                                   "why": b.describe()} for b in dropped.values()],
             "assumes": list(fk.assumptions),
+            **_grid_domain(fk, insts),
             "launch_bounds": fk.threads, "static_shared": fk.static_shared, "dynamic_shared": fk.dynamic_shared,
             "shared_opt_in": fk.shared_opt_in}

@@ -35,6 +35,7 @@ EXPECTED = {
     "aliasing",
     "early_exit",
     "storage_reuse",
+    "run_time_sizes",
 }
 
 # launch sites in main, as counted in the host IR (calls of
@@ -50,6 +51,7 @@ LAUNCH_SITES = {
     "aliasing": 3,
     "early_exit": 2,
     "storage_reuse": 4,
+    "run_time_sizes": 5,
 }
 
 ALLOWED_INCLUDES = {"cstdio", "cstdlib", "cmath", "cuda_runtime.h"}

@@ -174,6 +174,12 @@ _INLINE_ASM = re.compile(r'\basm (?:sideeffect )?(?:alignstack )?(?:inteldialect
 _PURE_ASM = re.compile(r"\s*(?:(?:rcp|sqrt|rsqrt|ex2|lg2|sin|cos|tanh|mov|add|sub|mul|mad|fma|min|max|abs|neg|cvt|"
                        r"and|or|xor|not|shl|shr|selp|set|setp|prmt|bfe|bfi|brev|popc|clz|cvt|neg|abs)"
                        r"(?:\.[\w]+)*\s+[^;%]*?(?:\$\d+[^;%]*)*;\s*)+")
+# a read of a register no arrangement of launches fixes: clocks, timers, the SM and the warp
+# slot a thread runs on (they differ from run to run of the program as written)
+_VOLATILE_REGISTER_READ = re.compile(r"\s*mov\.[bsu](?:32|64)\s+\$\d+\s*,\s*%(?:clock(?:64|_hi)?|"
+                                     r"globaltimer(?:_lo|_hi)?|smid|nsmid|warpid|nwarpid)\s*;?\s*")
+# a read of the thread's lane in its warp: what warp operations depend on, so it is one
+_LANE_REGISTER_READ = re.compile(r"\s*mov\.[bsu]32\s+\$\d+\s*,\s*%(laneid|lanemask_(?:eq|le|lt|ge|gt))\s*;?\s*")
 # every block-wide barrier intrinsic: __syncthreads, __syncthreads_count/_and/_or
 # (barrier.cta.red.*), cooperative groups' block sync, __barrier_sync; the ``.all``
 # forms on barrier 0 are ``__syncthreads``; a named barrier (other id), one with a
@@ -287,10 +293,14 @@ def build_kernel_model(func: Function, module: Module, name: str, params: list[P
                 asm = _INLINE_ASM.search(instr.text) if callee is None else None
                 if asm is not None:
                     body = re.sub(r"\\0[9AaDd]|[{}]", " ", asm.group(1))  # braces and escaped whitespace
+                    lane = _LANE_REGISTER_READ.fullmatch(body)
                     if body.split() and body.split()[0].startswith("activemask"):
                         warp_ops.append(("activemask", instr.line))  # which lanes are converged here
                         warp_blocks.setdefault(block, instr.line)
-                    elif not _PURE_ASM.fullmatch(body):
+                    elif lane is not None:
+                        warp_ops.append((lane[1], instr.line))
+                        warp_blocks.setdefault(block, instr.line)
+                    elif not (_PURE_ASM.fullmatch(body) or _VOLATILE_REGISTER_READ.fullmatch(body)):
                         unsupported.append(f"inline assembly at line {instr.line}: {body.strip()[:40]}")
                 elif callee is None:
                     unsupported.append(f"indirect call at line {instr.line}")

@@ -80,6 +80,9 @@ class Dependence:
     width_reindexed: str | None = None  # width once a mapping kernel is re-indexed
     reindexed: str | None = None  # "consumer" or "producer": which side was re-indexed
     same_iteration: bool = True  # False when the edge only links different host iterations
+    # the width of the pairs in one host iteration (what a fused kernel of one iteration's
+    # launches must respect: launches of other iterations are other fused launches)
+    iteration_width: str | None = None
 
 
 @dataclass
@@ -217,9 +220,11 @@ def _touch_map(t: _Touch, unit: int, alloc_bytes: dict[str, int | None], ctx: st
     else:
         inner.append("0 <= e" + (f" < {total // unit}" if total else ""))
     kvars = [n for n, _ in t.kernel_loops]
-    # a kernel loop iterator used outside its loop (a value carried out of the loop): any value
-    used = (t.offset.symbols() if t.offset is not None else set()) | (t.guard.symbols() if t.guard else set())
-    kvars += sorted(n for n in used if _KERNEL_ITERATOR.fullmatch(n) and n not in kvars)
+    # a kernel loop iterator used outside its loop (a value carried out of the loop), and a
+    # scalar the analysis does not know (an argument from argv or data, a launch shape): any
+    # value, chosen anew for each instance, since two launches, or two iterations of one,
+    # may pass different values under one parameter name
+    kvars += sorted(_unknown_symbols(t, dims) - set(kvars) - _context_params(ctx))
     body = " and ".join(inner)
     if kvars:
         body = f"exists ({', '.join(kvars)} : {body})"
@@ -236,20 +241,33 @@ def _touch_map(t: _Touch, unit: int, alloc_bytes: dict[str, int | None], ctx: st
         return _touch_map(_Touch(t.stmt, t.buffer, t.kind, None, t.size, None), unit, alloc_bytes, ctx)
 
 
+def _unknown_symbols(t: _Touch, dims: list[str]) -> set[str]:
+    """The symbols of the touch's index, guard and kernel loop bounds that are neither its
+    instance's dimensions nor its kernel loops' iterators: kernel loop exit values and
+    scalars the analysis does not know."""
+    syms: set[str] = set()
+    if t.offset is not None:
+        syms |= t.offset.symbols()
+    if t.guard is not None:
+        syms |= t.guard.symbols()
+    for _, d in t.kernel_loops:
+        if d is not None:
+            syms |= d.symbols()
+    return {n for n in syms - set(dims) - {n for n, _ in t.kernel_loops} if not n.startswith("__")}
+
+
+def _context_params(ctx: str) -> set[str]:
+    """The parameter names of a relation context ``[a, b] -> ``."""
+    return set(ctx[ctx.index("[") + 1:ctx.index("]")].split(", ")) if ctx else set()
+
+
 def _params_of(touches: list[_Touch], dims_of) -> list[str]:
+    """The parameters of every relation: symbols of the host statements' iteration domains
+    (one value for the whole run); what a kernel does not know is existential per touch."""
     names: set[str] = set()
     for t in touches:
-        syms: set[str] = set()
-        if t.offset is not None:
-            syms |= t.offset.symbols()
-        if t.guard is not None:
-            syms |= t.guard.symbols()
-        for _, d in t.kernel_loops:
-            if d is not None:
-                syms |= d.symbols()
         if t.stmt.domain is not None:
-            syms |= t.stmt.domain.symbols()
-        names |= syms - set(dims_of(t.stmt)) - {n for n, _ in t.kernel_loops}
+            names |= t.stmt.domain.symbols() - set(dims_of(t.stmt))
     return sorted(n for n in names if not n.startswith("__") and not _KERNEL_ITERATOR.fullmatch(n))
 
 
@@ -380,6 +398,8 @@ def _classify(a: HostStatement, b: HostStatement, buf: str, kind: str, rel: isl.
     if a.kind != "launch" or b.kind != "launch":
         return Dependence(a.index, b.index, buf, kind, str(rel), None, same_iteration=same_iteration)
     width = _width(a, b, rel, maps, ctx)
+    iteration_width = width if width == "thread" or not same_iteration or same_iter_rel.is_equal(rel) else \
+        _width(a, b, same_iter_rel, maps, ctx)
     reindexed_width, side = None, None
     if width != "thread" and same_iteration and reindexed_widths:
         ka, kb = inst_of[a.index].kernel, inst_of[b.index].kernel
@@ -389,7 +409,8 @@ def _classify(a: HostStatement, b: HostStatement, buf: str, kind: str, rel: isl.
             reindexed_width, side = _reindexed_width(same_iter_rel, a, b, maps, ctx), "producer"
         if reindexed_width is None:
             side = None
-    return Dependence(a.index, b.index, buf, kind, str(rel), width, reindexed_width, side, same_iteration)
+    return Dependence(a.index, b.index, buf, kind, str(rel), width, reindexed_width, side, same_iteration,
+                      iteration_width)
 
 
 def _writes_block_disjoint(a: HostStatement, maps, ctx: str) -> bool:

@@ -140,7 +140,10 @@ def _launch_label(m: dict) -> str:
 def _render(rep: dict) -> str:
     policy = "" if rep.get("policy", DEFAULT) == DEFAULT else f", policy {rep['policy']}"
     lines = [f"optimized {rep['program']} (arrangement {rep['arrangement']}{policy})",
-             f"  launches per run: {rep['launches_before']} -> {rep['launches_after']}"
+             (f"  launches per run: {rep['launches_before']} -> {rep['launches_after']}"
+              if rep["launches_before"] is not None and rep["launches_after"] is not None else
+              "  launches per run: not known when optimizing (a host loop around a launch runs a number of "
+              "times the program computes at run time)")
              + ("" if rep.get("launches_counted_per", "run") == "run"
                 else f" (per {rep['launches_counted_per']})"),
              f"  launch statements: {rep['launch_statements_before']} -> {rep['launch_statements_after']}",
@@ -163,6 +166,8 @@ def _render(rep: dict) -> str:
                 lines.append(f"    {g['kernel']} runs when the host values match those optimized for "
                              f"({len(g['assumes'])} checks: launch shapes, integer arguments, pointer distances; "
                              "see the report's \"assumes\"), else the original launches run")
+            if g.get("domain"):
+                lines.append(f"    {g['kernel']} is proven for {g['domain']}")
     for c in rep.get("cooperative", ()):
         phases = " | ".join(", ".join(_launch_label(m) for m in phase) for phase in c["phases"])
         lines.append(f"  {c['kernel']} (region {c['region']}): one cooperative launch, {len(c['phases'])} phases, "

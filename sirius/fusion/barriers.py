@@ -30,7 +30,7 @@ def _lane_with_barriers(lane: Lane, uar: UAR) -> Lane:
     since_barrier: dict[str, int] = {}  # shared array -> the launch that used it since the last barrier
     for frag in lane.fragments:
         orders = [Ordering("block dependence", d.src, frag.launch, d.buffer) for d in uar.dependences
-                  if d.dst == frag.launch and d.src in earlier and d.same_iteration and d.width == "block"]
+                  if d.dst == frag.launch and d.src in earlier and d.same_iteration and d.iteration_width == "block"]
         if frag.reindex_needs_barrier:
             # the fragments it depends on (any width: the re-indexing made some block-level);
             # the one just before it when none is recorded

@@ -35,7 +35,7 @@ def _phases(frags: tuple[Fragment, ...], uar: UAR) -> list[list[Fragment]]:
         if d.src in position and d.dst in position and d.src != d.dst:
             a, b = sorted((d.src, d.dst), key=position.get)
             before[b].add(a)
-            if d.width != "thread" or not d.same_iteration:
+            if d.iteration_width != "thread" or not d.same_iteration:
                 needs_barrier.add((a, b))
     for x in frags:
         for y in frags:

@@ -97,6 +97,18 @@ def folded_conditions(k: KernelIR) -> list[str]:
     return conds
 
 
+def lane_grid_conditions(k: KernelIR) -> list[str]:
+    """Guard conditions that every fragment of a lane runs in the grid the lane is launched
+    in, where a grid is computed at run time (``merge_legality.grids_equal_at_run_time``):
+    each compared, axis by axis, with the lane's first fragment's."""
+    conds = []
+    for lane in k.lanes:
+        first, *rest = lane.fragments
+        if lane.grid is None or any(f.grid is None for f in rest):
+            conds += [f"sirius_g{f.launch}.{axis} == sirius_g{first.launch}.{axis}" for f in rest for axis in "xyz"]
+    return conds
+
+
 def build_conditions(model: ProgramModel, launches, macros: dict[str, str]) -> list[str]:
     """Conditions that the program's macros used by ``launches`` (their statements, their
     kernels, the device functions) expand as they did when it was optimized
@@ -187,7 +199,8 @@ def guard_program(model: ProgramModel, program: FusedProgram, macros: dict[str, 
     for region in program.regions:
         guard = build_conditions(model, region.launches, macros) + assumptions(region.launches, insts, sizes)
         groups = [issue.group for issue in region.issued if issue.group in by_group]
-        guard += [c for g in groups for c in folded_conditions(by_group[g]) if c not in guard]
+        guard += [c for g in groups for c in lane_grid_conditions(by_group[g]) + folded_conditions(by_group[g])
+                  if c not in guard]
         described.update({g: tuple(guard) for g in groups})
         regions.append(dataclasses.replace(region, guard=tuple(guard)))
     guarded = FusedProgram(tuple(launches), tuple(regions))

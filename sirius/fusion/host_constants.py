@@ -57,7 +57,7 @@ def _fold(k: KernelIR, model: ProgramModel) -> tuple[KernelIR, list[str]]:
                 counts["pointers an offset from another"] += 1
                 continue
         params.append(p)
-    shapes = len(k.lanes) == 1
+    shapes = len(k.lanes) == 1 and k.lanes[0].grid is not None  # else the host computes the grid
     changes = [f"{n} {what}" for what, n in counts.items() if n]
     if shapes:
         changes.append("launch shape constant")

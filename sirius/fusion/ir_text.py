@@ -44,8 +44,13 @@ from sirius.fusion.schedule import FusionGroup, GroupLane
 _SAME_BLOCK = " (a same-block dependence remains)"
 
 
-def _dims(d: Dim3) -> str:
-    return "x".join(str(v) for v in d)
+def _dims(d: Dim3 | None) -> str:
+    """``16x1x1``, or ``?`` for a grid the host computes at run time."""
+    return "?" if d is None else "x".join(str(v) for v in d)
+
+
+def _read_dims(text: str) -> Dim3 | None:
+    return None if text == "?" else tuple(int(x) for x in text.split("x"))
 
 
 def format_kernel(k: KernelIR) -> str:
@@ -71,7 +76,8 @@ def format_kernel(k: KernelIR) -> str:
         lines.append(f"  shared {a.symbol}: {a.bytes} bytes" + (" dynamic" if a.dynamic else "")
                      + f", used by {', '.join(f'S{u}' for u in a.users)}")
     for lane in k.lanes:
-        lines.append(f"  lane blocks [{lane.first_block}, {lane.first_block + lane.blocks}): "
+        end = "?" if lane.blocks is None else lane.first_block + lane.blocks
+        lines.append(f"  lane blocks [{lane.first_block}, {end}): "
                      f"grid {_dims(lane.grid)} block {_dims(lane.block)}")
         for s in lane.body:
             if isinstance(s, LaneBarrier):
@@ -129,9 +135,10 @@ _LAUNCHED = re.compile(r"launched as <<<(.*), (.*)>>>")
 _PARAM = re.compile(r"param (\w+): (.+?)( restrict)?(?: -> (\S+) \+ (.+?))?"
                     r"(?: = (?:(-?\d+)|(\w+) \+ (-?\d+) bytes))?")
 _SHARED = re.compile(r"shared (\S+): (\d+) bytes( dynamic)?, used by (.+)")
-_LANE = re.compile(r"lane blocks \[(\d+), (\d+)\): grid (\d+)x(\d+)x(\d+) block (\d+)x(\d+)x(\d+)")
-_FRAGMENT = re.compile(r"S(\d+) (.+?)( re-indexed)?(?: pooled at (\d+))? grid (\d+)x(\d+)x(\d+) "
-                       r"block (\d+)x(\d+)x(\d+) \((.*)\)")
+_DIMS = r"(\d+x\d+x\d+|\?)"
+_LANE = re.compile(r"lane blocks \[(\d+), (?:\d+|\?)\): grid " + _DIMS + " block " + _DIMS)
+_FRAGMENT = re.compile(r"S(\d+) (.+?)( re-indexed)?(?: pooled at (\d+))? grid " + _DIMS + " block " + _DIMS
+                       + r" \((.*)\)")
 _ORDER = re.compile(r"(.+?) S(\d+) -> S(\d+)(?: on (.+))?")
 _REINDEXED = re.compile(r"re-indexed( \(a same-block dependence remains\))? by: (.+)")
 _REMOVED = re.compile(r"own barriers removed at lines (.+)")
@@ -185,8 +192,7 @@ def _read_line(k: _Kernel, text: str, n: int) -> None:
     elif match(_SHARED):
         k.shared.append(BlockSharedArray(matched[1], int(matched[2]), bool(matched[3]), tuple(_launches(matched[4]))))
     elif match(_LANE):
-        v = [int(x) for x in matched.groups()]
-        k.lanes.append([v[0], tuple(v[2:5]), tuple(v[5:8]), []])
+        k.lanes.append([int(matched[1]), _read_dims(matched[2]), _read_dims(matched[3]), []])
     elif not k.lanes:
         raise InputError(f"IR line {n}: not a line of a kernel's header: {text!r}")
     elif text.startswith("barrier: "):
@@ -199,11 +205,10 @@ def _read_line(k: _Kernel, text: str, n: int) -> None:
         k.lanes[-1][3].append(LaneBarrier(tuple(orders)))
     elif match(_FRAGMENT):
         v = matched
-        args = tuple(a.strip() for a in v[11].split(",")) if v[11].strip() else ()
+        args = tuple(a.strip() for a in v[7].split(",")) if v[7].strip() else ()
         k.lanes[-1][3].append({"launch": int(v[1]), "kernel": v[2], "reindexed": bool(v[3]),
                                "pool": int(v[4]) if v[4] is not None else None,
-                               "grid": tuple(int(x) for x in v.groups()[4:7]),
-                               "block": tuple(int(x) for x in v.groups()[7:10]), "args": args,
+                               "grid": _read_dims(v[5]), "block": _read_dims(v[6]), "args": args,
                                "sigma": None, "same_block": False, "removed": ()})
     elif match(_REINDEXED) and k.lanes[-1][3] and isinstance(k.lanes[-1][3][-1], dict):
         k.lanes[-1][3][-1].update(sigma=matched[2], same_block=bool(matched[1]))

@@ -100,8 +100,8 @@ class Fragment:
 
     launch: int
     kernel: str  # the kernel's readable name
-    grid: Dim3  # the launch's own shape, which the fragment sees as gridDim/blockDim
-    block: Dim3
+    grid: Dim3 | None  # the launch's own shape, which the fragment sees as gridDim/blockDim
+    block: Dim3  # (grid None: the host computes it at run time)
     args: tuple[str, ...]  # the fused kernel's parameters it is called with
     reindex: Reindexing | None = None  # how it runs on the lane's threads, when re-indexed onto them
     reindex_needs_barrier: bool = False  # a same-block dependence remains after re-indexing
@@ -131,16 +131,19 @@ class LaneBarrier:
 @dataclass(frozen=True)
 class Lane:
     """Blocks ``first_block`` .. ``first_block + blocks - 1`` of the fused grid, each running
-    the sequence ``body`` as a block of ``grid`` x ``block`` (the first fragment's shape)."""
+    the sequence ``body`` as a block of ``grid`` x ``block`` (the first fragment's shape).
+    ``grid`` None: the host computes the first fragment's grid at run time (the lane is then
+    the kernel's only one, launched in that grid, and the guard checks every fragment's grid
+    equal to it: ``fusion.guards.lane_grid_conditions``)."""
 
     first_block: int
-    grid: Dim3
+    grid: Dim3 | None
     block: Dim3
     body: tuple[Fragment | LaneBarrier, ...]
 
     @property
-    def blocks(self) -> int:
-        return self.grid[0] * self.grid[1] * self.grid[2]
+    def blocks(self) -> int | None:
+        return None if self.grid is None else self.grid[0] * self.grid[1] * self.grid[2]
 
     @property
     def threads(self) -> int:

@@ -57,7 +57,7 @@ def reindexing(sigma_text: str) -> Reindexing:
 
 def _fragment(inst: LaunchInstance, names: tuple[str, ...], sigma: str | None, barrier: bool) -> Fragment:
     s = inst.statement
-    return Fragment(s.index, inst.kernel.name, s.grid.constant(), s.block.constant(), names,
+    return Fragment(s.index, inst.kernel.name, s.grid.constant() if s.grid else None, s.block.constant(), names,
                     reindexing(sigma) if sigma is not None else None, barrier,
                     tuple(dict.fromkeys("extern" if a.dynamic else a.symbol for a in inst.kernel.shared)))
 
@@ -101,8 +101,8 @@ def lower_group(model: ProgramModel, schedule: Schedule, group: FusionGroup) -> 
         body = tuple(_fragment(insts[idx], names[idx], lane.reindex[pos] if lane.reindex else None,
                                bool(lane.reindex_barrier and lane.reindex_barrier[pos]))
                      for pos, idx in enumerate(lane.launches))
-        lanes.append(Lane(start, first.grid.constant(), first.block.constant(), body))
-        start += lanes[-1].blocks
+        lanes.append(Lane(start, first.grid.constant() if first.grid else None, first.block.constant(), body))
+        start += lanes[-1].blocks or 0  # None: the only lane, in a grid computed at run time
     role = _role(schedule, group)
     first = insts[group.launches[0]].statement
     threads = max(lane.threads for lane in lanes)

@@ -39,6 +39,11 @@ def _config(stmt: HostStatement) -> tuple | None:
     return None if g is None or b is None else (g, b)
 
 
+def _block(stmt: HostStatement) -> tuple | None:
+    """The launch's block when it is a constant."""
+    return stmt.block.constant() if stmt.block else None
+
+
 @dataclass
 class DraftGroup:
     """A group while the scheduler builds it: its lanes, the re-indexing of members of
@@ -153,7 +158,7 @@ class RegionLegality:
         """Why the two groups cannot run in one lane as launched (None: they can)."""
         if len(ga.lanes) != 1 or len(gb.lanes) != 1:
             return Problem(RefusalKind.HORIZONTAL_GROUP, "one side is already arranged horizontally")
-        if not self.same_configuration(ga, gb):
+        if not self.same_configuration(ga, gb) and not self.grids_equal_at_run_time(ga, gb):
             unknown = [g for g in (ga, gb) if self.lane_config(g.lanes[0]) is None]
             if unknown:  # a shape from argv or data: fusing would assume one value for all runs
                 inst = self.model.launch(unknown[0].lanes[0][0])
@@ -169,10 +174,24 @@ class RegionLegality:
         ca, cb = self.lane_config(ga.lanes[0]), self.lane_config(gb.lanes[0])
         return ca is not None and ca == cb
 
+    def grids_equal_at_run_time(self, ga: DraftGroup, gb: DraftGroup) -> bool:
+        """One lane each, the same constant block, and a grid the host computes at run time
+        on one side at least (``(n + 255) / 256`` with ``n`` from argv): the lane may run
+        in the first launch's grid for every value, since its dependences hold between the
+        same (block, thread) whatever the grid; the emitted guard takes the fused path only
+        when the grids are equal (``fusion.guards.lane_grid_conditions``). No re-indexed
+        member: each member's grid is the lane's first launch's."""
+        if len(ga.lanes) != 1 or len(gb.lanes) != 1 or ga.reindex or gb.reindex:
+            return False
+        first, other = (self.model.launch(g.lanes[0][0]).statement for g in (ga, gb))
+        block = _block(first)
+        return block is not None and block == _block(other) and \
+            (self.lane_config(ga.lanes[0]) is None or self.lane_config(gb.lanes[0]) is None)
+
     def width_problem(self, ga: DraftGroup, gb: DraftGroup) -> Problem | None:
         for d in self.edges_between(ga, gb):
-            if d.width not in ("thread", "block"):
-                return Problem(RefusalKind.WIDE_DEPENDENCE, f"{d.width} dependence on {d.buffer}")
+            if d.iteration_width not in ("thread", "block"):
+                return Problem(RefusalKind.WIDE_DEPENDENCE, f"{d.iteration_width} dependence on {d.buffer}")
         return None
 
     def lane_order(self, members: list[int]) -> list[int]:

@@ -165,15 +165,38 @@ __global__ void concat(float* out, const float* lo, const float* hi) {
     assert sorted(a.buffer for a in loads) == ["hi", "lo"] and ANY_BUFFER not in [a.buffer for a in loads]
     assert not any(a.exact for a in loads)
 
-def test_inline_assembly_is_unsupported_not_a_crash(snippet):
-    m = snippet(HEAD + """
-__global__ void lane(int* a) {
-  int id;
-  asm volatile("mov.u32 %0, %%laneid;" : "=r"(id));
-  a[threadIdx.x] = id;
-}
-""" + launch_main("lane<<<1, 32>>>((int*)a);"))
-    assert any("inline assembly" in u for u in m.launches[0].kernel.unsupported)
+ASM_CASES = [  # (the statement, the warp operation it is, why it is not understood)
+    # register reads that touch no memory: timers and where a thread runs are what they were
+    ('asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(w));', None, None),
+    ('asm("mov.u32 %0, %%smid;" : "=r"(v));', None, None),
+    ('asm volatile("mov.u32 %0, %%clock;" : "=r"(v) :: "memory");', None, None),
+    # the lane in the warp: what a fused kernel must keep as warp operations keep it
+    ('asm volatile("mov.u32 %0, %%laneid;" : "=r"(v));', "laneid", None),
+    ('asm("mov.u32 %0, %%lanemask_lt;" : "=r"(v));', "lanemask_lt", None),
+    # indices a fused kernel renumbers, and memory: not understood
+    ('asm("mov.u32 %0, %%tid.x;" : "=r"(v));', None, "mov.u32 $0, %tid.x;"),
+    ('asm("mov.u32 %0, %%ctaid.x;" : "=r"(v));', None, "mov.u32 $0, %ctaid.x;"),
+    ('asm volatile("ld.global.u32 %0, [%1];" : "=r"(v) : "l"(a));', None, "ld.global.u32 $0, [$1];"),
+]
+
+
+def test_inline_assembly_is_understood_where_it_touches_no_memory(snippet):
+    kernels = "".join(f"""
+__global__ void asm{n}(unsigned long long* a) {{
+  unsigned long long w = 0; unsigned v = 0;
+  {statement}
+  a[threadIdx.x] = v + w;
+}}""" for n, (statement, _, _) in enumerate(ASM_CASES))
+    launches = " ".join(f"asm{n}<<<1, 32>>>((unsigned long long*)a);" for n in range(len(ASM_CASES)))
+    m = snippet(HEAD + kernels + "\n" + launch_main(launches))
+    for inst, (statement, warp_op, unsupported) in zip(m.launches, ASM_CASES):
+        kernel = inst.kernel
+        assert [op for op, _ in kernel.warp_ops] == ([warp_op] if warp_op else []), statement
+        line = kernel.warp_ops[0][1] if warp_op else None
+        assert line is None or line == HEAD.count("\n") + 4 + 5 * int(kernel.name[3:]), statement
+        expected = () if unsupported is None else \
+            (f"inline assembly at line {HEAD.count(chr(10)) + 4 + 5 * int(kernel.name[3:])}: {unsupported}",)
+        assert kernel.unsupported == expected, (statement, kernel.unsupported)
 
 
 def test_pointer_swap_in_host_loop_is_one_of_two_buffers(snippet):

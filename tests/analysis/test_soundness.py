@@ -128,3 +128,49 @@ def test_overloads_are_different_kernels(snippet):
     assert first.mangled != second.mangled and first.ident != second.ident
     assert m.kernel_decls[first.mangled].params[1][1] == "int"
     assert m.kernel_decls[second.mangled].params[1][1] == "float"
+
+
+SHIFTED = """
+__global__ void produce(float* a, int n) { int t = blockIdx.x * blockDim.x + threadIdx.x; a[t + n] = t; }
+__global__ void consume(const float* a, float* b, int n) { int t = blockIdx.x * blockDim.x + threadIdx.x; b[t] = a[t + n]; }
+"""
+
+
+@pytest.mark.parametrize("body", [
+    # two launches pass different values the analysis does not know under one parameter name
+    "int k = atoi(argv[1]), m = atoi(argv[2]); produce<<<2, 128>>>(a, k); consume<<<2, 128>>>(a, b, m);",
+    # one launch statement passes a new value in every iteration
+    "for (int i = 0; i < 3; i++) { produce<<<2, 128>>>(a, atoi(argv[i])); consume<<<2, 128>>>(a, b, 0); }",
+])
+def test_a_scalar_the_analysis_does_not_know_takes_any_value_at_each_launch(snippet, body):
+    """``a[t + n]`` written with one unknown ``n`` and read with another is not a dependence
+    of each thread on itself: an unknown scalar is not one parameter shared by every launch
+    whose kernel names it so (that read ``t + n = t' + n`` as ``t = t'`` and fused the pair)."""
+    m = snippet(HEAD + "#include <cstdlib>\n" + SHIFTED +
+                "int main(int argc, char** argv) { float *a, *b; float h[256]; cudaMalloc(&a, 4096); "
+                f"cudaMalloc(&b, 1024);\n{body}\n cudaMemcpy(h, b, 1024, cudaMemcpyDeviceToHost); return 0; }}\n")
+    uar = build_uar(m, barriers=False, reindexed_widths=False)
+    launches = {i.statement.index for i in m.launches}
+    widths = {d.width for d in uar.dependences if d.buffer == "a" and d.kind == "flow"
+              and d.src in launches and d.dst in launches}
+    assert widths == {"global"}, uar.dependences
+
+
+def test_what_joins_one_iteration_is_told_from_what_joins_iterations(snippet):
+    """Row ``k + 1 + i`` updated by two launches of one iteration: thread-level there; the
+    next iteration reads row ``k + 1`` (written by another thread, maybe another block):
+    global over the loop. A fused launch runs one iteration's launches, so it respects the
+    first; the iterations stay apart (``fusion.loop_iterations`` reads the second)."""
+    m = snippet(HEAD + """
+__global__ void eliminate(float* a, int k) { int row = k + 1 + blockIdx.x * blockDim.x + threadIdx.x; if (row < 512) a[row] -= 0.5f * a[k]; }
+__global__ void normalise(float* a, int k) { int row = k + 1 + blockIdx.x * blockDim.x + threadIdx.x; if (row < 512) a[row] *= 0.75f; }
+int main() { float* a; float h[512]; cudaMalloc(&a, 2048);
+  for (int k = 0; k < 8; k++) { eliminate<<<4, 128>>>(a, k); normalise<<<4, 128>>>(a, k); }
+  cudaMemcpy(h, a, 2048, cudaMemcpyDeviceToHost); return 0; }
+""")
+    uar = build_uar(m, barriers=False, reindexed_widths=False)
+    first, second = (i.statement.index for i in m.launches)
+    forward = [d for d in uar.dependences if (d.src, d.dst) == (first, second)]
+    assert forward and {(d.width, d.iteration_width) for d in forward} == {("global", "thread")}, forward
+    carried = [d for d in uar.dependences if (d.src, d.dst) == (second, first)]
+    assert carried and all(not d.same_iteration and d.width == "global" for d in carried), carried

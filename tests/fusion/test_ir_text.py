@@ -31,6 +31,7 @@ PROGRAMS = {
     "code_motion": (FILECHECK / "optimize_code_motion.cu", {}),
     "layer_waves": (FILECHECK / "optimize_layer_waves.cu", {"cooperative": True}),  # cell phases
     "cooperative": (FILECHECK / "optimize_cooperative.cu", {"cooperative": True}),  # cooperative phases
+    "run_time_grids": (ROOT / "cuda_inputs" / "run_time_sizes.cu", {}),  # grids "?"
 }
 
 
