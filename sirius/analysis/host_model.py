@@ -197,6 +197,22 @@ class HostStatement:
         return what + (f" at line {self.line}" if self.line is not None else "")
 
 
+# runtime calls that read the status of the launches before them (a launch that failed to
+# launch, for its configuration, reports it there, once)
+STATUS_QUERIES = frozenset({"cudaGetLastError", "cudaPeekAtLastError"})
+
+
+@dataclass(frozen=True)
+class StatusQuery:
+    """A call that reads the launch status (``STATUS_QUERIES``), itself or in a function of the
+    program: host-only, it is no statement, so ``before`` places it: the index of the first
+    statement after it."""
+
+    call: str
+    line: int | None
+    before: int
+
+
 @dataclass(frozen=True)
 class HostModel:
     entry: str
@@ -206,6 +222,11 @@ class HostModel:
     notes: tuple[str, ...] = ()
     launching_calls: tuple[str, ...] = ()  # the program's own functions it calls that launch kernels
     successors: tuple[tuple[int, ...], ...] = ()  # the entry's basic blocks: the blocks each may run next
+    status_queries: tuple[StatusQuery, ...] = ()
+
+    def status_queries_between(self, first: int, second: int) -> list[StatusQuery]:
+        """The launch-status queries after statement ``first`` and before ``second``."""
+        return [q for q in self.status_queries if first < q.before <= second]
 
     @property
     def launches(self) -> list[HostStatement]:
@@ -387,6 +408,7 @@ class _HostModelBuilder:
         self.statements: list[HostStatement] = []
         self.notes: list[str] = []
         self.launching_calls: list[str] = []
+        self.status_queries: list[StatusQuery] = []
         self.descended_loops: list[LoopInfo] = []  # the loops of the functions modelled at their call sites
         self.device_globals = device_globals
         self.demangle = demangle
@@ -411,7 +433,7 @@ class _HostModelBuilder:
         loops += tuple(self.descended_loops)
         successors = tuple(tuple(numbers[id(n)] for n in b.succs if id(n) in numbers) for b in self.func.blocks)
         return HostModel(self.func.name, tuple(self.statements), tuple(self.allocations), loops, tuple(self.notes),
-                         tuple(dict.fromkeys(self.launching_calls)), successors)
+                         tuple(dict.fromkeys(self.launching_calls)), successors, tuple(self.status_queries))
 
     def _statements_of_block(self, block: Block, nest, domain, pending_config: Instr | None) -> Instr | None:
         """The statements of one basic block, in order; the launch configuration pushed and
@@ -739,10 +761,14 @@ class _HostModelBuilder:
         elif callee in _SYNC_CALLS:
             add(kind="sync", detail=callee)
         elif host_only_call(callee):
+            if callee in STATUS_QUERIES:
+                self.status_queries.append(StatusQuery(callee, ins.line, len(self.statements)))
             self._managed_arguments(ins, callee, nest, domain)
         elif callee in self.module.functions and not self.module.functions[callee].is_declaration:
             effect = self._device_effect(callee)
             if effect is None:
+                if self._reads_launch_status(callee):
+                    self.status_queries.append(StatusQuery(self._readable(callee), ins.line, len(self.statements)))
                 self._managed_arguments(ins, callee, nest, domain)
                 return
             if effect == "launches kernels":
@@ -773,6 +799,7 @@ class _HostModelBuilder:
             if i < len(inner.func.args) and isinstance(value, (Pointer, Expr)):
                 inner.ev.bound_args[i] = value
         model = inner.run()
+        self.status_queries += [replace(q, before=q.before + len(self.statements)) for q in model.status_queries]
         for stmt in model.statements:
             self.statements.append(replace(
                 stmt, index=len(self.statements), loops=nest + stmt.loops,
@@ -818,6 +845,15 @@ class _HostModelBuilder:
             off = self.ev.expr(offset) if offset is not None else Expr.const(0)
             return ArgValue("buffer", buffer=symbol.name, offset=off)
         return ArgValue("unknown")
+
+    def _reads_launch_status(self, name: str, seen: set[str] | None = None) -> bool:
+        """A function of the program calls a launch-status query, itself or through others."""
+        seen = seen if seen is not None else set()
+        fn = self.module.functions.get(name)
+        if name in seen or fn is None or fn.is_declaration:
+            return name in STATUS_QUERIES
+        seen.add(name)
+        return any(ins.callee is not None and self._reads_launch_status(ins.callee, seen) for ins in fn.instructions())
 
     def _device_effect(self, name: str, seen: set[str] | None = None) -> str | None:
         """What a function of the program does to the device (``None``: nothing): it

@@ -86,6 +86,9 @@ class LaunchSite:
     block: int | None = None  # with ``statement``: the braces it stands in, an index of SourceIndex.host_blocks
     position: int = 0  # with ``statement``: its place among the statements of those braces
     directive_line: int | None = None  # a preprocessor directive inside the launch expression (#ifdef): its line
+    # text written once for several of the launch's values (a macro expanding to ``grid, block``
+    # or to two arguments): libclang gives each value that one text
+    several_in_one: str | None = None
 
     @property
     def text(self) -> str:
@@ -977,9 +980,14 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
                 if len(children) >= 2 and children[1].kind == ci.CursorKind.CALL_EXPR \
                         and children[1].spelling == "__cudaPushCallConfiguration":
                     text = text_of(c)
-                    config = tuple(_text(text, a) for a in children[1].get_arguments()
-                                   if a.extent.start.line > 0 and _text(text, a))
+                    written_config = [a for a in children[1].get_arguments() if a.extent.start.line > 0 and _text(text, a)]
+                    config = tuple(_text(text, a) for a in written_config)
                     args = tuple(_text(text, a) for a in children[2:])
+                    spans = [(a.extent.start.offset, a.extent.end.offset) for a in written_config + children[2:]
+                             if a.extent.start.line > 0 and _text(text, a)]
+                    several = next((_text(text, a) for a in written_config + children[2:]
+                                    if a.extent.start.line > 0 and _text(text, a)
+                                    and spans.count((a.extent.start.offset, a.extent.end.offset)) > 1), None)
                     written = _text(text, c)
                     macro = None if "<<<" in written else written.split("(", 1)[0].strip()
                     callee = written.split("<<<", 1)[0].strip() if macro is None else (c.spelling or "")
@@ -991,7 +999,8 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
                     out.launches.append(LaunchSite(c.spelling or _text(text, children[0]), function,
                                                    config, args, _range(c), in_braces, macro, callee, block,
                                                    position, None if inner is None else text.count(
-                                                       b"\n", 0, c.extent.start.offset + inner.start()) + 2))
+                                                       b"\n", 0, c.extent.start.offset + inner.start()) + 2,
+                                                   several))
                     out.functions_with_launches.add(function)
                     target = c.referenced
                     if target is not None and target.get_num_template_arguments() >= 0 and target.mangled_name:

@@ -39,6 +39,13 @@ def _not_a_fragment(model: ProgramModel, inst: LaunchInstance) -> str | None:
     if site.macro is not None:  # (its arguments have no text of their own: checked first)
         return (f"launch is written through the macro {site.macro}; its expansion cannot be rewritten "
                 "in the source")
+    block = stmt.block.constant() if stmt.block else None
+    if block is not None and k.max_threads is not None and block[0] * block[1] * block[2] > k.max_threads:
+        return (f"launched with {block[0] * block[1] * block[2]} threads per block, over its "
+                f"__launch_bounds__({k.max_threads}): the launch fails, where in a fused kernel its code would run")
+    if site.several_in_one is not None:
+        return (f"{site.several_in_one} is written once for several of the launch's values (a macro that expands "
+                "to a list): the rewrite names each value by the text written for it")
     if any(a.rstrip().endswith("...") for a in site.args):
         return "an argument is a parameter pack expansion"
     written = [a for a in site.args if a.strip()]  # libclang lists default arguments with no text

@@ -21,9 +21,10 @@ from pathlib import Path
 
 from sirius.analysis.host_model import HostStatement
 from sirius.analysis.host_observation import WAITING_SYNCS, Observer, observes_nothing, sync_observers
-from sirius.analysis.program_model import ProgramModel
+from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.analysis.source_index import LaunchSite, SourceIndex
 from sirius.analysis.statement_flow import Flow, weakest_flow
+from sirius.core.target import target_for
 from sirius.fusion.fragments import fragment_problem
 from sirius.fusion.schedule import Problem, Refusal, RefusalKind, Region
 
@@ -64,7 +65,8 @@ def find_regions(model: ProgramModel) -> tuple[list[Region], list[Refusal]]:
             between.append(s)
             continue
         problem = fragment_problem(model, inst[s.index])
-        separator = _separator(model.source, stmts, inst, previous, s, between, observers)
+        separator = _separator(model.source, stmts, inst, previous, s, between, observers) or \
+            _status_read_between(model, current, previous, s)
         if separator is not None:
             refusals.append(Refusal.of((previous, s.index), separator))
         if current and separator is None and problem is None:
@@ -79,6 +81,46 @@ def find_regions(model: ProgramModel) -> tuple[list[Region], list[Refusal]]:
         current.append(s.index)
     close()
     return regions, refusals
+
+
+def launch_may_fail(inst: LaunchInstance, arch: str) -> str | None:
+    """Why the launch may fail to launch for its configuration, which the next launch-status
+    query reports (None: its grid, block and shared memory are constants the device and the
+    kernel's ``__launch_bounds__`` take)."""
+    stmt = inst.statement
+    grid, block = (d.constant() if d else None for d in (stmt.grid, stmt.block))
+    if grid is None or block is None:
+        return f"its {'grid' if grid is None else 'block'} is computed at run time"
+    if stmt.shmem is None or stmt.shmem.constant_value() is None:
+        return "its dynamic shared memory is computed at run time"
+    if min(grid) < 1 or max(grid[1:]) > 65535 or grid[0] > 2**31 - 1:
+        return f"its grid {grid} is not one the device launches"
+    if min(block) < 1 or block[2] > 64 or block[0] * block[1] * block[2] > target_for(arch).max_block_threads:
+        return f"its block {block} is not one the device launches"
+    if inst.kernel.max_threads is not None and block[0] * block[1] * block[2] > inst.kernel.max_threads:
+        return f"its block is larger than the kernel's __launch_bounds__({inst.kernel.max_threads})"
+    return None
+
+
+def _status_read_between(model: ProgramModel, region: list[int], previous: int | None,
+                         launch: HostStatement) -> Problem | None:
+    """A launch-status query (``cudaGetLastError``) between ``previous`` and ``launch``, where a
+    launch of the region before it may fail to launch: the fused launch stands where the
+    region's last launch is, so that failure would be reported at another query (or none)."""
+    if previous is None or not region:
+        return None
+    queries = model.host.status_queries_between(previous, launch.index)
+    if not queries:
+        return None
+    failing = next(((i, why) for i in region if (why := launch_may_fail(model.launch(i), model.arch)) is not None),
+                   None)
+    if failing is None:
+        return None
+    inst, query = model.launch(failing[0]), queries[0]
+    return Problem(RefusalKind.STATUS_QUERY,
+                   f"{query.call} (line {query.line}) reads the launch status, and the launch of {inst.kernel.name} "
+                   f"({inst.where}) may fail to launch ({failing[1]}): fused, the failure would be reported at "
+                   "another call")
 
 
 def _never_after(model: ProgramModel, launch: HostStatement | None, stmt: HostStatement,

@@ -71,6 +71,7 @@ class RefusalKind(Enum):
     LOOP_NEST = "loop-nest"
     HOST_FUNCTION = "host-function"
     CONTROL_FLOW = "control-flow"
+    STATUS_QUERY = "status-query"  # a launch-status query reads what a launch before it did
     # one merge is not legal
     HORIZONTAL_GROUP = "horizontal-group"  # vertical: a side already runs lanes side by side
     SHAPE_UNKNOWN = "shape-unknown"
