@@ -74,3 +74,29 @@ def test_verified_at_sizes_from_the_command_line(optimized, argv, paths):
     assert f"region 1 (fused, run_time_sizes.cu:85, eliminate normalise): {paths[1]}" in proc.stdout, proc.stdout
     if argv == ("4096", "2000"):
         assert "guard failed 1x on: grid@81.x == grid@80.x" in proc.stdout, proc.stdout
+
+
+HAZARDS = ROOT / "tests" / "fusion" / "programs" / "launch_hazards.cu"
+
+
+def test_what_the_red_team_found_stays_as_written(tmp_path):
+    """A macro standing for several launch values (both the fused and the original path
+    passed its last value for each), a launch its kernel's ``__launch_bounds__`` refuses
+    (fused, its code ran), a status query after a launch whose grid may be empty (fused, the
+    failure moved to another query): each launch as written, with its reason; the same query
+    after launches of constant shapes is crossed. Verified with an empty grid too."""
+    out = tmp_path / "launch_hazards.opt.cu"
+    proc = sirius("optimize", str(HAZARDS), "-o", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    several = "is written once for several of the launch's values (a macro that expands to a list)"
+    for expected in (f"not fused: twice (line 46): LAUNCH_1D(n) {several}",
+                     f"not fused: shift_cols (line 50): SHAPE2(s) {several}",
+                     "not fused: bounded (line 52): launched with 256 threads per block, over its "
+                     "__launch_bounds__(128): the launch fails",
+                     "not fused: twice (line 55), inc (line 57): cudaGetLastError (line 56) reads the launch status, "
+                     "and the launch of twice (line 55) may fail to launch (its grid is computed at run time)",
+                     "vertical, 0 barriers inserted: twice (line 60) -> inc (line 62)"):
+        assert expected in proc.stdout, proc.stdout
+    for argv in ((), ("0", "10", "10")):
+        verify = sirius("verify", str(HAZARDS), str(out), "--", *argv)
+        assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
