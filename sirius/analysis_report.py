@@ -227,7 +227,8 @@ def uar_to_json(uar: UAR) -> list[dict[str, Any]]:
     return [{"src": d.src, "dst": d.dst, "src_kind": uar.graph.nodes[d.src]["kind"],
              "dst_kind": uar.graph.nodes[d.dst]["kind"], "buffer": d.buffer, "kind": d.kind,
              "width": d.width, "width_reindexed": d.width_reindexed, "reindexed": d.reindexed,
-             "same_iteration": d.same_iteration, "relation": d.relation} for d in uar.dependences]
+             "same_iteration": d.same_iteration, "iteration_width": d.iteration_width,
+             "relation": d.relation} for d in uar.dependences]
 
 
 def virtual_to_json(uar: UAR) -> list[dict[str, Any]]:
@@ -268,6 +269,8 @@ def render_uar(uar: UAR) -> str:
             width = f" width {d.width}"
             if d.width_reindexed:
                 width += f" ({d.width_reindexed} after re-indexing the {d.reindexed})"
+            if d.same_iteration and d.iteration_width != d.width:
+                width += f", {d.iteration_width} within an iteration"
         iters = "" if d.same_iteration else " across host iterations"
         out.append(f"  S{d.src} -> S{d.dst} {d.kind} on {d.buffer}{width}{iters}")
         out.append(f"      {d.relation}")
