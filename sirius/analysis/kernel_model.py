@@ -423,7 +423,8 @@ def _noalias_params(header: str) -> tuple[int, ...]:
 
 def _max_threads(header: str, module_text: str) -> int | None:
     """The kernel's ``__launch_bounds__`` thread count (clang's "nvvm.maxntid" attribute)."""
-    group = re.search(r"#(\d+)\s*(?:!dbg\s*!\d+\s*)?(?:\{\s*)?$", header.strip())
+    # the attribute group follows the parameters, before ``comdat`` (template instances) and !dbg
+    group = re.search(r"#(\d+)", header[header.rfind(")"):])
     if group is None:
         return None
     attrs = re.search(rf"^attributes #{group.group(1)} = \{{(.*)\}}$", module_text, re.M)

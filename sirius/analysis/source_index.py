@@ -323,29 +323,98 @@ def _params_text(source: bytes, fn, body) -> str:
     return ""
 
 
+def _called_code(callee) -> list:
+    """What a call of ``callee`` runs besides the caller's own text: the definition (its
+    default arguments, a constructor's initializers and body) and the declaration the call
+    names (default arguments written on a prototype), and for a constructor the default
+    initializers of its class's members."""
+    parts = [callee]
+    definition = callee.get_definition()
+    if definition is not None and definition != callee:
+        parts.append(definition)
+    if callee.kind == ci.CursorKind.CONSTRUCTOR and callee.semantic_parent is not None:
+        parts += [f for f in callee.semantic_parent.get_children() if f.kind == ci.CursorKind.FIELD_DECL]
+    return parts
+
+
+_FUNCTION_KINDS = (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.CXX_METHOD, ci.CursorKind.CONSTRUCTOR,
+                   ci.CursorKind.FUNCTION_TEMPLATE)
+_PROGRAM_FUNCTIONS: list = [None, {}]  # the translation unit last asked about (held: not another at its address), its table
+
+
+def _program_functions(tu) -> dict[str, list]:
+    """The functions the program's own files define or declare, by name (for calls a template
+    leaves unresolved until it is instantiated)."""
+    if _PROGRAM_FUNCTIONS[0] is not tu:
+        table: dict[str, list] = {}
+        work = list(tu.cursor.get_children())
+        while work:
+            c = work.pop()
+            location = c.location
+            if location.file is None or location.is_in_system_header:
+                continue
+            if c.kind in _FUNCTION_KINDS:
+                table.setdefault(c.spelling, []).append(c)
+            elif c.kind in (ci.CursorKind.NAMESPACE, ci.CursorKind.STRUCT_DECL, ci.CursorKind.CLASS_DECL,
+                            ci.CursorKind.LINKAGE_SPEC, ci.CursorKind.CLASS_TEMPLATE):
+                work.extend(c.get_children())
+        _PROGRAM_FUNCTIONS[:] = [tu, table]
+    return _PROGRAM_FUNCTIONS[1]
+
+
+def _callees(body):
+    """Each function ``body`` calls or names, with the call: resolved calls, and in a template
+    a call its arguments leave unresolved (every function of the program of that name)."""
+    for node in body.walk_preorder():
+        if node.kind == ci.CursorKind.CALL_EXPR and node.referenced is not None:
+            yield node.referenced
+        elif node.kind == ci.CursorKind.OVERLOADED_DECL_REF or (node.kind == ci.CursorKind.CALL_EXPR
+                                                                 and node.referenced is None and node.spelling):
+            yield from _program_functions(node.translation_unit).get(node.spelling, ())
+
+
 def _callees_reading_indices(body, main_file: str, seen: set[str] | None = None) -> set[str]:
-    """Device functions called (transitively) from ``body`` that read the index builtins."""
+    """Device functions called (transitively) from ``body`` that read the index builtins: in
+    their bodies, default arguments, constructor initializers, or their class's member
+    initializers (a ``ThreadCtx t;`` constructed in the kernel). Each runs outside the
+    fragment's text, where its own indices are the fused kernel's."""
     seen = seen if seen is not None else set()
     found: set[str] = set()
-    for node in body.walk_preorder():
-        if node.kind != ci.CursorKind.CALL_EXPR or node.referenced is None:
-            continue
-        callee = node.referenced
+    for callee in _callees(body):
         key = callee.get_usr() or callee.spelling
         if key in seen:
             continue
         seen.add(key)
-        definition = callee.get_definition()
-        if definition is None or definition.location.file is None:
-            continue
-        inner = next((ch for ch in definition.get_children() if ch.kind == ci.CursorKind.COMPOUND_STMT), None)
-        if inner is None:
-            continue
-        if any(n.kind == ci.CursorKind.DECL_REF_EXPR and n.spelling in _INDEX_BUILTINS
-               for n in inner.walk_preorder()):
-            found.add(callee.spelling)
-        found |= _callees_reading_indices(inner, main_file, seen)
+        for part in _called_code(callee):
+            if part.location.file is None:
+                continue
+            if any(n.kind == ci.CursorKind.DECL_REF_EXPR and n.spelling in _INDEX_BUILTINS
+                   for n in part.walk_preorder()):
+                found.add(callee.spelling)
+            found |= _callees_reading_indices(part, main_file, seen)
     return found
+
+
+def _callee_naming_its_caller(body, seen: set[str] | None = None) -> str | None:
+    """A function called (transitively) from ``body`` whose default argument names the
+    function it is called from (``__builtin_FUNCTION()``, ``source_location::current()``):
+    in a fragment that is the fragment."""
+    seen = seen if seen is not None else set()
+    for callee in _callees(body):
+        key = callee.get_usr() or callee.spelling
+        if key in seen:
+            continue
+        seen.add(key)
+        for part in _called_code(callee):
+            if part.location.file is None:
+                continue
+            for param in (ch for ch in part.get_children() if ch.kind == ci.CursorKind.PARM_DECL):
+                if any(t.spelling in ("__builtin_FUNCTION", "source_location") for t in param.get_tokens()):
+                    return callee.spelling
+            inner = _callee_naming_its_caller(part, seen)
+            if inner is not None:
+                return inner
+    return None
 
 
 def _is_launch(c) -> bool:
@@ -572,14 +641,39 @@ def _kernel_decl(c, source: bytes, main_file: str, **instance) -> KernelDecl:
     if unwritable is None and body is not None and re.search(r"^[ \t]*#(?![ \t]*pragma\b)", _text(source, body), re.M):
         # (#pragma unroll is the same in a copy)
         unwritable = "its body holds a preprocessor directive, which would act again where a copy is written"
-    named = re.search(r"\b(" + "|".join(_FUNCTION_NAMES) + r")\b", _text(source, body) if body is not None else "")
+    body_text = _text(source, body) if body is not None else ""
+    named = re.search(r"\b(" + "|".join(_FUNCTION_NAMES) + r")\b", body_text)
     if unwritable is None and named:  # in a fragment it names the fragment
         unwritable = f"its body uses {named.group(1)}, the name of the function it is in"
+    unwritable = unwritable or _kernel_unwritable(c, source, body, body_text)
     return KernelDecl(c.spelling, instance.pop("stub", c.mangled_name or c.spelling), params, _range(c),
                       _params_text(source, c, body), _text(source, body) if body else "",
                       tuple(sorted(_callees_reading_indices(body, main_file))) if body else (),
                       namespaces, unwritable=unwritable, body_line=body.extent.start.line if body else 0,
                       shared_decls=shared[0], shared_unlisted=shared[1], **instance)
+
+
+_QUALIFIED_INDEX = re.compile(r"::\s*(threadIdx|blockIdx|blockDim|gridDim)\b")
+
+
+def _kernel_unwritable(c, source: bytes, body, body_text: str) -> str | None:
+    """Why a copy of the kernel's body as a fragment would not do what the kernel does."""
+    if body is None:
+        return None
+    head = source[c.extent.start.offset:body.extent.start.offset].decode("utf-8", "replace")
+    if "cluster_dims" in head:
+        return "it is declared with __cluster_dims__: a fused kernel launches no clusters"
+    plain = re.sub(r"//[^\n]*|/\*.*?\*/", " ", body_text, flags=re.S)
+    if re.search(r"\bstatic\b", plain):
+        return "its body declares a static variable: a fragment would hold a second one"
+    qualified = _QUALIFIED_INDEX.search(plain)
+    if qualified is not None:
+        return (f"its body reads ::{qualified.group(1)}, which names the fused kernel's own index where a fragment "
+                "has its own")
+    caller = _callee_naming_its_caller(body)
+    if caller is not None:
+        return f"it calls {caller}, whose default argument names the function it is called from: a fragment is another"
+    return None
 
 
 def _template_instance(pattern, instance, source: bytes, main_file: str) -> KernelDecl:
@@ -629,6 +723,10 @@ def _with_unwritable_macros(decl: KernelDecl, index: SourceIndex) -> KernelDecl:
     named = next((n for m in used for n in index.macros[m] if n in _FUNCTION_NAMES), None)
     if named is not None:  # in a fragment it names the fragment
         return replace(decl, unwritable=f"it uses {named} (through a macro), the name of the function it is in")
+    qualified = next((n for m in used for n in index.macros[m] if n.startswith("::")), None)
+    if qualified is not None:
+        return replace(decl, unwritable=f"it reads {qualified} (through a macro), which names the fused kernel's own "
+                                        "index where a fragment has its own")
     unstable = next((m for m in used if m in index.redefined_macros and m not in index.function_like_macros), None)
     if unstable is not None:
         return replace(decl, unwritable=f"it uses the macro {unstable}, which the program defines again or "
@@ -664,6 +762,9 @@ def _index_macros(tu, defines: tuple[str, ...], out: SourceIndex, source: str) -
             # (and keywords of the implementation: __func__ is one)
             out.macros[c.spelling] = tuple(t.spelling for t in tokens[1:] if t.kind == ci.TokenKind.IDENTIFIER
                                            or (t.kind == ci.TokenKind.KEYWORD and t.spelling.startswith("__")))
+            # ``::blockIdx``: the global index, which a fragment's own does not hide
+            out.macros[c.spelling] += tuple(f"::{b.spelling}" for a, b in zip(tokens, tokens[1:])
+                                            if a.spelling == "::" and b.spelling in _INDEX_BUILTINS)
             if function_like:
                 out.function_like_macros.add(c.spelling)
         elif kind == ci.CursorKind.MACRO_INSTANTIATION:

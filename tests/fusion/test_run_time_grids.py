@@ -100,3 +100,31 @@ def test_what_the_red_team_found_stays_as_written(tmp_path):
     for argv in ((), ("0", "10", "10")):
         verify = sirius("verify", str(HAZARDS), str(out), "--", *argv)
         assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
+
+
+FRAGMENT_HAZARDS = ROOT / "tests" / "fusion" / "programs" / "fragment_hazards.cu"
+
+
+def test_what_the_second_red_team_found_stays_as_written(tmp_path):
+    """Kernels a fragment copy would change (a second static, ``::blockIdx`` through a macro,
+    a default argument naming the caller, cluster dimensions), index reads outside the
+    kernel's text (a constructor's initializer, a member initializer, a default argument)
+    in a launch that would be re-indexed, and a template kernel over its
+    ``__launch_bounds__`` (the attribute group after ``comdat`` was not read): all as
+    written, each with its reason; verified."""
+    out = tmp_path / "fragment_hazards.opt.cu"
+    proc = sirius("optimize", str(FRAGMENT_HAZARDS), "-o", str(out))
+    assert proc.returncode == 0 and "launches per run: 16 -> 16" in proc.stdout, proc.stdout + proc.stderr
+    reads = "which reads the built-in block and thread indices"
+    for expected in ("counted (line 39): the kernel cannot be written as a fragment: its body declares a static",
+                     "global_id (line 42): the kernel cannot be written as a fragment: it reads ::blockIdx",
+                     "logs (line 54): the kernel cannot be written as a fragment: it calls note, whose default "
+                     "argument names the function it is called from",
+                     "clustered (line 57): the kernel cannot be written as a fragment: it is declared with "
+                     "__cluster_dims__",
+                     "void bounded<32> (line 60): launched with 64 threads per block, over its __launch_bounds__(32)",
+                     f"ctor_id calls ThreadCtx, {reads}", f"member_id calls Lane, {reads}",
+                     f"default_id calls flat, {reads}"):
+        assert expected in proc.stdout, proc.stdout
+    verify = sirius("verify", str(FRAGMENT_HAZARDS), str(out))
+    assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
