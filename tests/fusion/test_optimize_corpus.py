@@ -80,15 +80,26 @@ def test_every_report_follows_the_schema(name):
 MODELS = sorted(p.name for p in (ROOT / "cuda_inputs" / "models").glob("*.cu") if p.name != "bert_fp16.cu")
 
 
+# the two models that came out wrong on an H100 (TVM's memory plan reuses storage, so fused
+# kernels saw restrict-qualified parameters into one buffer): their launches after fusion
+PROMISE_MODELS = {"lstm.cu": 2000, "seq2seq.cu": 302}
+
+
 @pytest.mark.parametrize("model", MODELS)
 def test_every_pair_a_model_leaves_apart_has_a_reason(model):
     """At full size, as users run them: every launch the optimizer leaves apart from the one
-    before it has a refusal naming one of them."""
+    before it has a refusal naming one of them. And every fused launch's promises hold on
+    the analysis of the emitted program, nothing unfused for it, where storage is reused."""
     job = CompileJob(ROOT / "cuda_inputs" / "models" / model, CompileFlags(), resolve_toolchain())
     state = run_pipeline(OptimizeState(job))
     assert report(state)["refused"]
     assert pairs_without_reason(state) == []
     assert_follows_schema(report(state))
+    if model in PROMISE_MODELS:
+        assert report(state)["launches_after"] == PROMISE_MODELS[model]
+        assert state.check is not None and state.check.kernels_checked > 0
+        assert state.check.violations == [] and state.check_findings == []
+        assert any(p.promise == "restrict" for dropped in state.promises_dropped.values() for p in dropped)
 
 
 def test_refusals_name_their_reason():

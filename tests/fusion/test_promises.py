@@ -215,19 +215,6 @@ def test_verify_fails_on_a_launch_over_the_register_file(tmp_path):
     assert re.search(r"violation \(registers\): sirius_fused_0: \d+ registers x 1024 threads", proc.stdout)
 
 
-@pytest.mark.parametrize("model, launches_after", [("lstm.cu", 2000), ("seq2seq.cu", 302)])
-def test_full_size_tvm_models_keep_no_false_promise(model, launches_after):
-    """The two models that came out wrong on an H100: TVM's memory plan reuses storage, so
-    fused kernels saw restrict-qualified parameters into one buffer. At full size now every
-    fused launch's promises hold on the analysis of the emitted program, and nothing was
-    unfused for it."""
-    state = optimized(ROOT / "cuda_inputs" / "models" / model)
-    assert report(state)["launches_after"] == launches_after
-    assert state.check is not None and state.check.kernels_checked > 0
-    assert state.check.violations == [] and state.check_findings == []
-    assert any(p.promise == "restrict" for dropped in state.promises_dropped.values() for p in dropped)
-
-
 def test_an_emitted_program_that_does_not_compile_is_never_written(monkeypatch):
     """A code generation bug that writes invalid C++ into a fused kernel: clang's rejection
     of the emitted program is caught before writing, and that group is left unfused."""
