@@ -66,7 +66,8 @@ def flows_between(tmp_path, main: str = "", helper: str = "", lambda_: str = "",
     return out
 
 
-@pytest.mark.parametrize("statement, flow", [
+# statements between two launches of main, each case between a pair of its own
+MAIN_STATEMENTS = [
     ("  int y = bad + 1; (void)y;", (Flow.NEXT, Flow.NEXT)),
     ("  int a[] = {1, 2}; (void)a;", (Flow.NEXT, Flow.NEXT)),  # braces of an initializer are no block
     ("  // if (bad) { return 1; }\n  ;", (Flow.NEXT,)),
@@ -88,9 +89,22 @@ def flows_between(tmp_path, main: str = "", helper: str = "", lambda_: str = "",
     ("  if (bad) _exit(1);", (Flow.NEXT_OR_EXIT,)),
     ("  if (bad) die(\"bad\");", (Flow.NEXT_OR_EXIT,)),  # a [[noreturn]] helper that only prints and exits
     ("  if (bad) die_reading(x);", (Flow.OTHER,)),  # it reads through a pointer: it could see device results
-])
-def test_flow_of_a_statement_in_main(tmp_path, statement, flow):
-    assert flows_between(tmp_path, main=statement)["main"] == flow
+]
+
+
+def test_flow_of_a_statement_in_main(tmp_path):
+    """Every case in one program (one parse): the flows of each pair's statements. A case's
+    flows are its own statements' (no name is declared twice in main's braces)."""
+    body = "\n".join(f"  k<<<1, 32>>>(x);\n{statement}\n  k<<<1, 32>>>(x);" for statement, _ in MAIN_STATEMENTS)
+    path = tmp_path / "flows.cu"
+    path.write_text(PROGRAM.replace("MAIN", body).replace("HELPER", "").replace("LAMBDA", "").replace("PRELUDE", ""))
+    index = build_source_index(CompileJob(path, CompileFlags(), resolve_toolchain()))
+    n = len(MAIN_STATEMENTS)  # main's launches: its own first, the pairs, its own last (the helper's come before)
+    firsts, seconds = index.launches[3:3 + 2 * n:2], index.launches[4:4 + 2 * n:2]
+    assert len(firsts) == len(seconds) == n
+    for (statement, flow), a, b in zip(MAIN_STATEMENTS, firsts, seconds):
+        assert a.block is not None and a.block == b.block, statement
+        assert index.host_blocks[a.block].flows[a.position + 1:b.position] == flow, statement
 
 
 def test_return_leaves_the_program_only_in_main(tmp_path):
