@@ -9,6 +9,7 @@ the IR models (compiled with line tables) can be joined to it.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -339,27 +340,23 @@ def _called_code(callee) -> list:
 
 _FUNCTION_KINDS = (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.CXX_METHOD, ci.CursorKind.CONSTRUCTOR,
                    ci.CursorKind.FUNCTION_TEMPLATE)
-_PROGRAM_FUNCTIONS: list = [None, {}]  # the translation unit last asked about (held: not another at its address), its table
-
-
+@functools.lru_cache(maxsize=1)  # (held: no other translation unit is taken for it at its address)
 def _program_functions(tu) -> dict[str, list]:
     """The functions the program's own files define or declare, by name (for calls a template
     leaves unresolved until it is instantiated)."""
-    if _PROGRAM_FUNCTIONS[0] is not tu:
-        table: dict[str, list] = {}
-        work = list(tu.cursor.get_children())
-        while work:
-            c = work.pop()
-            location = c.location
-            if location.file is None or location.is_in_system_header:
-                continue
-            if c.kind in _FUNCTION_KINDS:
-                table.setdefault(c.spelling, []).append(c)
-            elif c.kind in (ci.CursorKind.NAMESPACE, ci.CursorKind.STRUCT_DECL, ci.CursorKind.CLASS_DECL,
-                            ci.CursorKind.LINKAGE_SPEC, ci.CursorKind.CLASS_TEMPLATE):
-                work.extend(c.get_children())
-        _PROGRAM_FUNCTIONS[:] = [tu, table]
-    return _PROGRAM_FUNCTIONS[1]
+    table: dict[str, list] = {}
+    work = list(tu.cursor.get_children())
+    while work:
+        c = work.pop()
+        location = c.location
+        if location.file is None or location.is_in_system_header:
+            continue
+        if c.kind in _FUNCTION_KINDS:
+            table.setdefault(c.spelling, []).append(c)
+        elif c.kind in (ci.CursorKind.NAMESPACE, ci.CursorKind.STRUCT_DECL, ci.CursorKind.CLASS_DECL,
+                        ci.CursorKind.LINKAGE_SPEC, ci.CursorKind.CLASS_TEMPLATE):
+            work.extend(c.get_children())
+    return table
 
 
 def _callees(body):
@@ -373,48 +370,37 @@ def _callees(body):
             yield from _program_functions(node.translation_unit).get(node.spelling, ())
 
 
-def _callees_reading_indices(body, main_file: str, seen: set[str] | None = None) -> set[str]:
+def _reached_code(body, seen: set[str] | None = None):
+    """``(callee, code)`` for every function ``body`` calls, transitively, and each piece of
+    code a call of it runs (``_called_code``), each callee once."""
+    seen = seen if seen is not None else set()
+    for callee in _callees(body):
+        key = callee.get_usr() or callee.spelling
+        if key in seen:
+            continue
+        seen.add(key)
+        for part in _called_code(callee):
+            if part.location.file is not None:
+                yield callee, part
+                yield from _reached_code(part, seen)
+
+
+def _callees_reading_indices(body) -> set[str]:
     """Device functions called (transitively) from ``body`` that read the index builtins: in
     their bodies, default arguments, constructor initializers, or their class's member
     initializers (a ``ThreadCtx t;`` constructed in the kernel). Each runs outside the
     fragment's text, where its own indices are the fused kernel's."""
-    seen = seen if seen is not None else set()
-    found: set[str] = set()
-    for callee in _callees(body):
-        key = callee.get_usr() or callee.spelling
-        if key in seen:
-            continue
-        seen.add(key)
-        for part in _called_code(callee):
-            if part.location.file is None:
-                continue
-            if any(n.kind == ci.CursorKind.DECL_REF_EXPR and n.spelling in _INDEX_BUILTINS
-                   for n in part.walk_preorder()):
-                found.add(callee.spelling)
-            found |= _callees_reading_indices(part, main_file, seen)
-    return found
+    return {callee.spelling for callee, part in _reached_code(body)
+            if any(n.kind == ci.CursorKind.DECL_REF_EXPR and n.spelling in _INDEX_BUILTINS for n in part.walk_preorder())}
 
 
-def _callee_naming_its_caller(body, seen: set[str] | None = None) -> str | None:
+def _callee_naming_its_caller(body) -> str | None:
     """A function called (transitively) from ``body`` whose default argument names the
     function it is called from (``__builtin_FUNCTION()``, ``source_location::current()``):
     in a fragment that is the fragment."""
-    seen = seen if seen is not None else set()
-    for callee in _callees(body):
-        key = callee.get_usr() or callee.spelling
-        if key in seen:
-            continue
-        seen.add(key)
-        for part in _called_code(callee):
-            if part.location.file is None:
-                continue
-            for param in (ch for ch in part.get_children() if ch.kind == ci.CursorKind.PARM_DECL):
-                if any(t.spelling in ("__builtin_FUNCTION", "source_location") for t in param.get_tokens()):
-                    return callee.spelling
-            inner = _callee_naming_its_caller(part, seen)
-            if inner is not None:
-                return inner
-    return None
+    return next((callee.spelling for callee, part in _reached_code(body)
+                 for param in part.get_children() if param.kind == ci.CursorKind.PARM_DECL
+                 and any(t.spelling in ("__builtin_FUNCTION", "source_location") for t in param.get_tokens())), None)
 
 
 def _is_launch(c) -> bool:
@@ -648,7 +634,7 @@ def _kernel_decl(c, source: bytes, main_file: str, **instance) -> KernelDecl:
     unwritable = unwritable or _kernel_unwritable(c, source, body, body_text)
     return KernelDecl(c.spelling, instance.pop("stub", c.mangled_name or c.spelling), params, _range(c),
                       _params_text(source, c, body), _text(source, body) if body else "",
-                      tuple(sorted(_callees_reading_indices(body, main_file))) if body else (),
+                      tuple(sorted(_callees_reading_indices(body))) if body else (),
                       namespaces, unwritable=unwritable, body_line=body.extent.start.line if body else 0,
                       shared_decls=shared[0], shared_unlisted=shared[1], **instance)
 
@@ -1084,11 +1070,9 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
                     written_config = [a for a in children[1].get_arguments() if a.extent.start.line > 0 and _text(text, a)]
                     config = tuple(_text(text, a) for a in written_config)
                     args = tuple(_text(text, a) for a in children[2:])
-                    spans = [(a.extent.start.offset, a.extent.end.offset) for a in written_config + children[2:]
-                             if a.extent.start.line > 0 and _text(text, a)]
-                    several = next((_text(text, a) for a in written_config + children[2:]
-                                    if a.extent.start.line > 0 and _text(text, a)
-                                    and spans.count((a.extent.start.offset, a.extent.end.offset)) > 1), None)
+                    valued = [a for a in written_config + children[2:] if a.extent.start.line > 0 and _text(text, a)]
+                    spans = [(a.extent.start.offset, a.extent.end.offset) for a in valued]
+                    several = next((_text(text, a) for a, span in zip(valued, spans) if spans.count(span) > 1), None)
                     written = _text(text, c)
                     macro = None if "<<<" in written else written.split("(", 1)[0].strip()
                     callee = written.split("<<<", 1)[0].strip() if macro is None else (c.spelling or "")

@@ -195,7 +195,7 @@ def _affine(f: Formula | None) -> str | None:
     return None if c is None else c.to_isl()
 
 
-def _touch_map(t: _Touch, unit: int, alloc_bytes: dict[str, int | None], ctx: str) -> isl.Map:
+def _touch_map(t: _Touch, unit: int, alloc_bytes: dict[str, int | None], params: tuple[str, ...]) -> isl.Map:
     stmt = t.stmt
     dims = _instance_dims(stmt)
     cons: list[str] = []
@@ -224,12 +224,13 @@ def _touch_map(t: _Touch, unit: int, alloc_bytes: dict[str, int | None], ctx: st
     # scalar the analysis does not know (an argument from argv or data, a launch shape): any
     # value, chosen anew for each instance, since two launches, or two iterations of one,
     # may pass different values under one parameter name
-    kvars += sorted(_unknown_symbols(t, dims) - set(kvars) - _context_params(ctx))
+    kvars += sorted(_unknown_symbols(t, dims) - set(kvars) - set(params))
     body = " and ".join(inner)
     if kvars:
         body = f"exists ({', '.join(kvars)} : {body})"
     cons.append(body)
     text = f"{{ S{stmt.index}[{', '.join(dims)}] -> {isl_ident(t.buffer)}[e] : {' and '.join(c for c in cons if c)} }}"
+    ctx = f"[{', '.join(params)}] -> " if params else ""
     try:
         return isl.Map(ctx + text)
     except isl.Error:
@@ -238,7 +239,7 @@ def _touch_map(t: _Touch, unit: int, alloc_bytes: dict[str, int | None], ctx: st
         if t.offset is None and t.guard is None and not t.kernel_loops:
             raise
         # widen: the whole allocation, for every instance of the statement
-        return _touch_map(_Touch(t.stmt, t.buffer, t.kind, None, t.size, None), unit, alloc_bytes, ctx)
+        return _touch_map(_Touch(t.stmt, t.buffer, t.kind, None, t.size, None), unit, alloc_bytes, params)
 
 
 def _unknown_symbols(t: _Touch, dims: list[str]) -> set[str]:
@@ -254,11 +255,6 @@ def _unknown_symbols(t: _Touch, dims: list[str]) -> set[str]:
         if d is not None:
             syms |= d.symbols()
     return {n for n in syms - set(dims) - {n for n, _ in t.kernel_loops} if not n.startswith("__")}
-
-
-def _context_params(ctx: str) -> set[str]:
-    """The parameter names of a relation context ``[a, b] -> ``."""
-    return set(ctx[ctx.index("[") + 1:ctx.index("]")].split(", ")) if ctx else set()
 
 
 def _params_of(touches: list[_Touch], dims_of) -> list[str]:
@@ -362,7 +358,7 @@ def build_uar(model: ProgramModel, barriers: bool = True, reindexed_widths: bool
         unit = _unit_of(ts)
         maps: dict[tuple[int, str], isl.Map] = {}
         for t in ts:
-            m = _touch_map(t, unit, alloc_bytes, ctx)
+            m = _touch_map(t, unit, alloc_bytes, tuple(params))
             key = (t.stmt.index, t.kind)
             maps[key] = maps[key].union(m) if key in maps else m
         stmt_by_index = {s.index: s for s in stmts}

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from sirius.analysis.host_model import HostStatement
 from sirius.analysis.host_observation import WAITING_SYNCS, Observer, observes_nothing, sync_observers
-from sirius.analysis.program_model import LaunchInstance, ProgramModel
+from sirius.analysis.program_model import ProgramModel
 from sirius.analysis.source_index import LaunchSite, SourceIndex
 from sirius.analysis.statement_flow import Flow, weakest_flow
 from sirius.core.target import target_for
@@ -83,11 +83,10 @@ def find_regions(model: ProgramModel) -> tuple[list[Region], list[Refusal]]:
     return regions, refusals
 
 
-def launch_may_fail(inst: LaunchInstance, arch: str) -> str | None:
+def launch_may_fail(stmt: HostStatement, arch: str) -> str | None:
     """Why the launch may fail to launch for its configuration, which the next launch-status
-    query reports (None: its grid, block and shared memory are constants the device and the
-    kernel's ``__launch_bounds__`` take)."""
-    stmt = inst.statement
+    query reports (None: its grid, block and shared memory are constants the device takes;
+    a launch over its kernel's ``__launch_bounds__`` is no fragment, so in no region)."""
     grid, block = (d.constant() if d else None for d in (stmt.grid, stmt.block))
     if grid is None or block is None:
         return f"its {'grid' if grid is None else 'block'} is computed at run time"
@@ -97,8 +96,6 @@ def launch_may_fail(inst: LaunchInstance, arch: str) -> str | None:
         return f"its grid {grid} is not one the device launches"
     if min(block) < 1 or block[2] > 64 or block[0] * block[1] * block[2] > target_for(arch).max_block_threads:
         return f"its block {block} is not one the device launches"
-    if inst.kernel.max_threads is not None and block[0] * block[1] * block[2] > inst.kernel.max_threads:
-        return f"its block is larger than the kernel's __launch_bounds__({inst.kernel.max_threads})"
     return None
 
 
@@ -112,8 +109,8 @@ def _status_read_between(model: ProgramModel, region: list[int], previous: int |
     queries = model.host.status_queries_between(previous, launch.index)
     if not queries:
         return None
-    failing = next(((i, why) for i in region if (why := launch_may_fail(model.launch(i), model.arch)) is not None),
-                   None)
+    failing = next(((i, why) for i in region if (why := launch_may_fail(model.host.statements[i], model.arch))
+                    is not None), None)
     if failing is None:
         return None
     inst, query = model.launch(failing[0]), queries[0]

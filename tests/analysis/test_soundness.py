@@ -139,13 +139,14 @@ __global__ void consume(const float* a, float* b, int n) { int t = blockIdx.x * 
 @pytest.mark.parametrize("body", [
     # two launches pass different values the analysis does not know under one parameter name
     "int k = atoi(argv[1]), m = atoi(argv[2]); produce<<<2, 128>>>(a, k); consume<<<2, 128>>>(a, b, m);",
-    # one launch statement passes a new value in every iteration
-    "for (int i = 0; i < 3; i++) { produce<<<2, 128>>>(a, atoi(argv[i])); consume<<<2, 128>>>(a, b, 0); }",
+    # one value per iteration, a new one in each: the next iteration reads what another thread wrote
+    "for (int i = 0; i < 3; i++) { int s = atoi(argv[i]); produce<<<2, 128>>>(a, s); consume<<<2, 128>>>(a, b, s); }",
 ])
 def test_a_scalar_the_analysis_does_not_know_takes_any_value_at_each_launch(snippet, body):
     """``a[t + n]`` written with one unknown ``n`` and read with another is not a dependence
     of each thread on itself: an unknown scalar is not one parameter shared by every launch
-    whose kernel names it so (that read ``t + n = t' + n`` as ``t = t'`` and fused the pair)."""
+    whose kernel names it so, nor by every iteration (that read ``t + n = t' + n`` as
+    ``t = t'`` and fused the pair)."""
     m = snippet(HEAD + "#include <cstdlib>\n" + SHIFTED +
                 "int main(int argc, char** argv) { float *a, *b; float h[256]; cudaMalloc(&a, 4096); "
                 f"cudaMalloc(&b, 1024);\n{body}\n cudaMemcpy(h, b, 1024, cudaMemcpyDeviceToHost); return 0; }}\n")
