@@ -565,9 +565,12 @@ def _time(harness, library: Path, role: str, program: BenchProgram, built: dict,
                                    modes=("direct", "graph")))
     env.setdefault("LD_PRELOAD", str(library))
     proc = _run(binary, env, work, options.timeout_s)
-    if proc.returncode != 0 or not out_json.is_file():
-        raise SiriusError(f"the {role} program under the timing harness "
-                          + (f"exits with status {proc.returncode}" if proc.returncode else "wrote no timings")
+    # the harness re-runs kernels, so a program that checks its own results may exit with
+    # another status under it: the timings it wrote on the way out are what counts here
+    # (its status was judged in the run without the harness)
+    if not out_json.is_file():
+        raise SiriusError(f"the {role} program under the timing harness wrote no timings"
+                          + (f" (exit status {proc.returncode})" if proc.returncode else "")
                           + f": {proc.stderr.strip()[-800:]}")
     return harness.read_timings(out_json)
 
