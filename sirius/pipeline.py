@@ -16,6 +16,7 @@ or mode (``rearrange``) is ``PIPELINE`` run from the schedule too.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 from dataclasses import dataclass, field
 from enum import Enum
@@ -25,6 +26,7 @@ from sirius.analysis.build_macros import macro_expansions
 from sirius.analysis.frontend import CompileJob
 from sirius.analysis.program_model import ProgramModel, analyze_program, launch_count, statement_runs
 from sirius.analysis.uar import UAR, build_uar
+from sirius.core.config import cache_folder
 from sirius.core.errors import SiriusError
 from sirius.fusion.barriers import place_barriers
 from sirius.fusion.check import CheckResult, check_program
@@ -35,6 +37,7 @@ from sirius.fusion.cooperative import plan_cooperative
 from sirius.fusion.codegen import generate
 from sirius.fusion.guards import guard_program
 from sirius.fusion.host_constants import propagate_host_constants
+from sirius.fusion.host_loops import LoopFusionPlan, plan_loop_fusion, rewrite_loops
 from sirius.fusion.kernel_ir import CellWavesLaunch, FusedProgram, KernelIR
 from sirius.fusion.loop_iterations import in_one_launch, iteration_refusals, loop_pairs
 from sirius.fusion.lowering import lower
@@ -120,6 +123,9 @@ class OptimizeState:
     policy: FusionPolicy = field(default_factory=Greedy)  # chooses among the legal merges (fusion.policies)
     persistent: bool = False  # waves of cells as one launch, a grid barrier between waves (fusion.cell_waves)
     source: str = ""
+    # the program analysed, where it is not the user's file: its sibling loops fused (``host-loops``)
+    analyzed_job: CompileJob | None = None
+    loop_fusion: LoopFusionPlan = field(default_factory=LoopFusionPlan)
     model: ProgramModel | None = None
     uar: UAR | None = None
     schedule: Schedule | None = None
@@ -167,16 +173,39 @@ class Stage:
 
 
 def _analyze(st: OptimizeState) -> None:
+    job = st.analyzed_job or st.job
     # as bytes: clang's offsets count a CRLF line end as two (read_text would make it one)
-    st.source = st.job.path.read_bytes().decode()
-    st.model = analyze_program(st.job, entry=st.entry)
+    st.source = job.path.read_bytes().decode()
+    st.model = analyze_program(job, entry=st.entry)
     index = st.model.source
     used = [d.range for d in st.model.kernel_decls.values()] + [s.range for s in index.launches]
-    st.macro_expansions = macro_expansions(st.job, index.macros_in(used + index.device_function_ranges))
+    st.macro_expansions = macro_expansions(job, index.macros_in(used + index.device_function_ranges))
 
 
 def _uar(st: OptimizeState) -> None:
     st.uar = build_uar(st.model, barriers=False, reindexed_widths=False)
+
+
+def _host_loops(st: OptimizeState) -> None:
+    st.loop_fusion = plan_loop_fusion(st.model, st.uar)
+    if not st.loop_fusion.chains:
+        return
+    st.analyzed_job = loop_fused_job(st.job, rewrite_loops(st.job.path.read_bytes(), st.loop_fusion.chains))
+    _analyze(st)
+    _uar(st)
+
+
+def loop_fused_job(job: CompileJob, text: bytes) -> CompileJob:
+    """``job`` compiling ``text`` instead of its file: the text written under the file's name
+    in a folder of the cache named by its content, the file's folder first on the include
+    path (where the file's own includes are found)."""
+    folder = cache_folder() / "loop-fusion" / hashlib.sha256(text).hexdigest()[:20]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / job.path.name
+    if not path.is_file() or path.read_bytes() != text:
+        path.write_bytes(text)
+    flags = dataclasses.replace(job.flags, include_dirs=(str(job.path.resolve().parent),) + job.flags.include_dirs)
+    return CompileJob(path, flags, job.toolchain)
 
 
 def _schedule(st: OptimizeState) -> None:
@@ -345,6 +374,8 @@ def _taken_back(st: OptimizeState, violations) -> tuple[LateFact, ...]:
 PIPELINE: tuple[Stage, ...] = (
     Stage("analyze", _analyze, "compile to IR, model kernels and host statements"),
     Stage("uar", _uar, "dependences between statement instances, with widths"),
+    Stage("host-loops", _host_loops, "sibling host loops over the same iterations run as one loop where no "
+                                     "dependence runs backwards; the program so rewritten is analysed again"),
     Stage("schedule", _schedule, "group launches: vertical (P1), isl time steps (P2), horizontal within a step "
                                  "(P3), never across a global dependence; the fusion policy (--policy) chooses "
                                  "among the legal merges"),
@@ -419,7 +450,8 @@ def rearrange(state: OptimizeState, arrangement: str, passes: tuple[str, ...] | 
                           state.cooperative if cooperative is None else cooperative,
                           state.policy if policy is None else policy,
                           state.persistent if persistent is None else persistent,
-                          source=state.source, model=state.model, uar=state.uar,
+                          source=state.source, analyzed_job=state.analyzed_job, loop_fusion=state.loop_fusion,
+                          model=state.model, uar=state.uar,
                           macro_expansions=state.macro_expansions)
     return run_pipeline(other, start="schedule")
 
@@ -458,7 +490,7 @@ def pairs_without_reason(state: OptimizeState) -> list[tuple[int, int]]:
     return missing
 
 
-REPORT_SCHEMA = "sirius-report/2"  # sirius/schemas/report-2.json: a changed shape is a new version
+REPORT_SCHEMA = "sirius-report/3"  # sirius/schemas/report-3.json: a changed shape is a new version
 
 
 def report(state: OptimizeState) -> dict[str, Any]:
@@ -489,6 +521,8 @@ def report(state: OptimizeState) -> dict[str, Any]:
         "schema": REPORT_SCHEMA,
         "program": str(state.job.path),
         "arrangement": state.arrangement,
+        "loops_fused": [{"lines": list(chain.lines)} for chain in state.loop_fusion.chains],
+        "loops_kept_apart": [{"lines": list(r.lines), "reason": r.reason} for r in state.loop_fusion.refusals],
         "policy": policy_name(state.policy),
         "launches_counted_per": model.counted_per,
         "launches_before": launch_count(model),

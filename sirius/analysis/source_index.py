@@ -126,6 +126,13 @@ class ForLoop:
     # its condition and increment change nothing but the iterator (code that runs the
     # loop's text twice, the waves' check before the loop, would repeat any other effect)
     header_pure: bool = True
+    body_range: SourceRange | None = None  # the body statement (braces or one statement)
+    iterator_type: str | None = None  # the iterator's declared type, as clang spells it
+    # the increment as a step: "+1" for ++i, i++, i += 1; "-2" for i -= 2; None when it is
+    # no such form, or the step names the iterator
+    step: str | None = None
+    body_names: frozenset[str] = frozenset()  # every name the body refers to (macro expansions too)
+    body_declared: frozenset[str] = frozenset()  # the variables the body's own statements declare
 
 
 @dataclass(frozen=True)
@@ -481,6 +488,32 @@ def _loop_iterator(for_stmt) -> str | None:
         return None
     names = [v.spelling for v in init.get_children() if v.kind == ci.CursorKind.VAR_DECL]
     return names[0] if len(names) == 1 else None
+
+
+def _loop_step(for_stmt, iterator: str | None) -> str | None:
+    """The increment of ``for (init; cond; inc)`` as a signed step (see ``ForLoop.step``)."""
+    children = list(for_stmt.get_children())
+    if iterator is None or len(children) != 4:  # init, condition, increment and body, all written
+        return None
+    tokens = [t.spelling for t in children[2].get_tokens()]
+    if tokens in (["++", iterator], [iterator, "++"]):
+        return "+1"
+    if tokens in (["--", iterator], [iterator, "--"]):
+        return "-1"
+    if tokens[:1] == [iterator] and tokens[1:2] in (["+="], ["-="]) and len(tokens) > 2 \
+            and iterator not in tokens[2:]:
+        return tokens[1][0] + " ".join(tokens[2:])
+    return None
+
+
+def _names_in(node) -> frozenset[str]:
+    return frozenset(n.spelling for n in node.walk_preorder() if n.kind == ci.CursorKind.DECL_REF_EXPR)
+
+
+def _declared_in(body) -> frozenset[str]:
+    stmts = body.get_children() if body.kind == ci.CursorKind.COMPOUND_STMT else ()
+    return frozenset(v.spelling for st in stmts if st.kind == ci.CursorKind.DECL_STMT for v in st.get_children()
+                     if v.kind == ci.CursorKind.VAR_DECL)
 
 
 def _loop_body(for_stmt, changing_macros: frozenset[str]) -> tuple[tuple[str, SourceRange], ...]:
@@ -1061,7 +1094,13 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
                 header = list(c.get_children())[:-1]
                 pure = all(_changes_only(h, frozenset({iterator} if iterator else ()), changing_macros)
                            for h in header)
-                out.for_loops.append(ForLoop(_range(c), function, _loop_body(c, changing_macros), iterator, pure))
+                init = next(c.get_children(), None)
+                declared = next((v for v in init.get_children() if v.kind == ci.CursorKind.VAR_DECL), None) \
+                    if iterator is not None and init is not None else None
+                body = list(c.get_children())[-1]
+                out.for_loops.append(ForLoop(_range(c), function, _loop_body(c, changing_macros), iterator, pure,
+                                             _range(body), declared.type.spelling if declared else None,
+                                             _loop_step(c, iterator), _names_in(body), _declared_in(body)))
             if kind == ci.CursorKind.CALL_EXPR and function is not None:
                 children = list(c.get_children())
                 if len(children) >= 2 and children[1].kind == ci.CursorKind.CALL_EXPR \

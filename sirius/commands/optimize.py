@@ -148,6 +148,11 @@ def _render(rep: dict) -> str:
                 else f" (per {rep['launches_counted_per']})"),
              f"  launch statements: {rep['launch_statements_before']} -> {rep['launch_statements_after']}",
              f"  distinct kernels: {rep['kernels_before']} -> {rep['kernels_after']}"]
+    for loops in rep.get("loops_fused", ()):
+        lines.append("  host loops at lines " + ", ".join(map(str, loops["lines"])) + " run as one loop")
+    for loops in rep.get("loops_kept_apart", ()):
+        lines.append(f"  host loops at lines {loops['lines'][0]} and {loops['lines'][1]} stay two loops: "
+                     f"{loops['reason']}")
     for g in rep["groups"]:
         lanes = " | ".join(" -> ".join(_launch_label(m) for m in lane) for lane in g["lanes"])
         lines.append(f"  {g['kernel']} (region {g['region']}, step {g['step']}): {g['arrangement']}, "

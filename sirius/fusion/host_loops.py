@@ -1,0 +1,320 @@
+"""Sibling host loops fused as loops: ``for (i) A(i); for (j) B(j);`` runs as one loop.
+
+Launches of different host loop nests never share a region (``fusion.regions``), so a loop
+of one kernel followed by a loop of another keeps every launch. Two (or more) ``for``
+statements that follow one another directly in the same braces, over the same sequence of
+iterations, become one loop whose body runs the first body, then the second with its
+iterator equal to the first's:
+
+    for (int i = 0; i < n; ++i) {          for (int i = 0; i < n; ++i) { {
+      a<<<g, b>>>(x, i);                      a<<<g, b>>>(x, i);
+    }                                        }
+    for (int j = 0; j < n; ++j) {   --->    { const int sirius_loop_12_1 = i; { int j = sirius_loop_12_1;
+      b<<<g, b>>>(x, y, j);                   b<<<g, b>>>(x, y, j);
+    }                                        }}}
+
+The rewrite keeps every line where it was, so what the pipeline reports about the program,
+run again on the rewritten text, names the original's lines. There the launches of one
+fused iteration are statements of one loop body, and the schedule fuses them as any
+body's.
+
+Legal (``plan_loop_fusion``, each refusal a ``LoopFusionRefusal``) when:
+
+* the loops are consecutive statements of one block (nothing but blanks and comments
+  between), each body in braces holding nothing but launches whose arguments change nothing
+  and declarations without effects, every launch a fragment (no device ``printf``, ...);
+  the host statements of each loop are its launches alone;
+* each header changes nothing but its iterator, declared in its init; the second's init and
+  condition never run in the fused loop;
+* the iterations are the same sequence: equal iteration domains (exact: every exit of both
+  loops understood) and the same step (``ForLoop.step``);
+* no dependence of the UAR runs from an iteration of an earlier loop to an earlier iteration
+  of a later one (the outer loops' iterations equal): the fused loop runs ``A(i)`` before
+  ``B(j)`` exactly when ``i <= j``, the original for every ``i``, ``j``;
+* a later body does not name an earlier loop's iterator (the fused loop would show it
+  the earlier iterator, not the variable it named);
+* no launch of the loops may fail to launch where the program reads launch statuses (the
+  failures would be reported in another order).
+
+Profitable (the policy): the loops are fused only when some launch of the first body and
+some launch of a later one are not joined by a global dependence within an iteration, so
+that the schedule may fuse them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import islpy as isl
+
+from sirius.analysis.evaluate import LoopInfo
+from sirius.analysis.program_model import ProgramModel, host_domain
+from sirius.analysis.source_index import ForLoop
+from sirius.analysis.uar import UAR
+from sirius.fusion.fragments import fragment_problem
+from sirius.fusion.regions import launch_may_fail
+
+_IN, _OUT = isl.dim_type.in_, isl.dim_type.out
+_BLANK = re.compile(rb"\s*(?:(?://[^\n]*\n|/\*.*?\*/)\s*)*", re.S)
+
+
+@dataclass(frozen=True)
+class HostLoop:
+    """A host ``for`` statement of the entry with launches: its source facts and its model."""
+
+    source: ForLoop
+    info: LoopInfo
+    launches: tuple[int, ...]  # its launch statements, in program order
+
+
+@dataclass(frozen=True)
+class LoopChain:
+    """Sibling loops run as one: the first's header, then each body in turn."""
+
+    loops: tuple[HostLoop, ...]
+
+    @property
+    def lines(self) -> tuple[int, ...]:
+        return tuple(loop.source.range.line for loop in self.loops)
+
+
+@dataclass(frozen=True)
+class LoopFusionRefusal:
+    """Why the loop at ``lines[1]`` does not join the loop at ``lines[0]``."""
+
+    lines: tuple[int, int]
+    reason: str
+
+
+@dataclass(frozen=True)
+class LoopFusionPlan:
+    chains: tuple[LoopChain, ...] = ()
+    refusals: tuple[LoopFusionRefusal, ...] = ()
+
+
+def plan_loop_fusion(model: ProgramModel, uar: UAR) -> LoopFusionPlan:
+    """The chains of sibling loops of the entry that may run as one loop, and why each other
+    pair of consecutive sibling loops with launches stays two loops (see the module)."""
+    loops = _host_loops(model)
+    text = {}
+    chains, refusals = [], []
+    current: list[HostLoop] = []
+    for previous, loop in zip(loops, loops[1:]):
+        file = loop.source.range.file
+        if file not in text:
+            with open(file, "rb") as handle:
+                text[file] = handle.read()
+        if not _consecutive(text[file], previous.source, loop.source):
+            _close(current, chains)
+            continue
+        problem = _sibling_problem(model, uar, current or [previous], loop)
+        if problem is not None:
+            refusals.append(LoopFusionRefusal((previous.source.range.line, loop.source.range.line), problem))
+            _close(current, chains)
+            continue
+        current = current or [previous]
+        current.append(loop)
+    _close(current, chains)
+    profitable = []
+    for chain in chains:
+        reason = _unprofitable(model, uar, chain)
+        if reason is None:
+            profitable.append(chain)
+        else:
+            refusals.append(LoopFusionRefusal(chain.lines[:2], reason))
+    return LoopFusionPlan(tuple(profitable), tuple(refusals))
+
+
+def rewrite_loops(text: bytes, chains: tuple[LoopChain, ...]) -> bytes:
+    """``text`` (the main file) with each chain's loops as one loop, every line kept where it
+    was: the first loop's closing brace, each later loop's header and opening brace go, each
+    later iterator declared equal to the first's (none where the names are one)."""
+    out, at = [], 0
+    for chain in sorted(chains, key=lambda c: c.loops[0].source.range.start_offset):
+        first = chain.loops[0].source
+        end = first.body_range.end_offset - 1  # the first body's closing brace
+        for loop in chain.loops[1:]:
+            src = loop.source
+            header = text[src.range.start_offset:src.body_range.start_offset + 1]  # with the opening brace
+            declared = "" if src.iterator == first.iterator else \
+                f"{src.iterator_type} {src.iterator} = {first.iterator}; "
+            out += [text[at:end], text[end + 1:src.range.start_offset], declared.encode(),
+                    b"\n" * header.count(b"\n")]
+            at, end = src.body_range.start_offset + 1, src.body_range.end_offset - 1
+        out.append(text[at:end])
+        at = end
+    out.append(text[at:])
+    return b"".join(out)
+
+
+def _close(current: list[HostLoop], chains: list[LoopChain]) -> None:
+    if len(current) > 1:
+        chains.append(LoopChain(tuple(current)))
+    current.clear()
+
+
+def _host_loops(model: ProgramModel) -> list[HostLoop]:
+    """The entry's ``for`` loops that hold launches, in source order, with their models."""
+    stmts = model.host.statements
+    out = []
+    for info in model.host.loops:
+        source = model.source.for_loop_at(info.line)
+        if source is None:
+            continue
+        inside = [s for s in stmts if info.iterator in s.loops]
+        launches = tuple(s.index for s in inside if s.kind == "launch")
+        if launches:
+            out.append(HostLoop(source, info, launches))
+    return sorted(out, key=lambda lp: (lp.source.range.file, lp.source.range.start_offset))
+
+
+def _consecutive(text: bytes, first: ForLoop, second: ForLoop) -> bool:
+    """``second`` is the statement right after ``first`` in the same braces: only blanks and
+    comments between them."""
+    if first.range.file != second.range.file or first.function != second.function \
+            or first.range.end_offset > second.range.start_offset:
+        return False
+    between = text[first.range.end_offset:second.range.start_offset]
+    if not text[first.body_range.start_offset:first.body_range.start_offset + 1] == b"{":
+        between = between.removeprefix(b";")  # clang's extent of a statement body ends before its semicolon
+    blank = _BLANK.match(between)
+    return blank is not None and blank.end() == len(between)
+
+
+def _sibling_problem(model: ProgramModel, uar: UAR, earlier: list[HostLoop], loop: HostLoop) -> str | None:
+    """Why ``loop`` cannot run in one loop with the ``earlier`` loops before it (None: it can)."""
+    first = earlier[0]
+    for candidate in (first, loop):
+        why = _loop_problem(model, candidate)
+        if why is not None:
+            return why
+    src = loop.source
+    if src.step is None or src.step != first.source.step:
+        return (f"their iterations may run in other orders: the steps differ ({first.source.step or 'not understood'}"
+                f", {src.step or 'not understood'})")
+    if not (first.info.exact and loop.info.exact):
+        return "the iterations one of them runs are not known exactly (an exit the analysis does not understand)"
+    if not _same_iterations(model, first, loop):
+        return "they run different iterations (their trip counts may differ)"
+    if src.iterator == first.source.iterator and src.iterator_type != first.source.iterator_type:
+        return f"their iterators have one name and two types ({first.source.iterator_type}, {src.iterator_type})"
+    for other in earlier:
+        clash = _name_clash(other.source, src)
+        if clash is not None:
+            return clash
+        backwards = _backward_dependence(model, uar, other, loop)
+        if backwards is not None:
+            return backwards
+    if model.host.status_queries:
+        for candidate in (*earlier, loop):
+            for index in candidate.launches:
+                why = launch_may_fail(model.host.statements[index], model.arch)
+                if why is not None:
+                    query = model.host.status_queries[0]
+                    return (f"the launch at line {model.host.statements[index].line} may fail to launch ({why}) and "
+                            f"{query.call} (line {query.line}) reads launch statuses: fused, failures would be "
+                            "reported in another order")
+    return None
+
+
+def _name_clash(earlier: ForLoop, later: ForLoop) -> str | None:
+    """Why ``later``'s body, written after ``earlier``'s in one body, would mean something
+    else or not compile: a name it uses or declares that ``earlier``'s body declares (or the
+    earlier iterator, where the names differ), its iterator declared in ``earlier``'s body."""
+    names = set(earlier.body_declared)
+    if earlier.iterator != later.iterator:
+        names.add(earlier.iterator)
+    seen = sorted(names & (later.body_names | later.body_declared | {later.iterator}))
+    if seen:
+        return (f"the body of the loop at line {later.range.line} names {seen[0]}, which means another variable "
+                f"after the body of the loop at line {earlier.range.line}")
+    return None
+
+
+def _loop_problem(model: ProgramModel, loop: HostLoop) -> str | None:
+    """What about one loop alone keeps it from being fused with a sibling."""
+    src, line = loop.source, loop.source.range.line
+    if src.iterator is None or src.iterator_type is None:
+        return f"the loop at line {line} does not declare one iterator in its init"
+    if not src.header_pure:
+        return f"the header of the loop at line {line} changes more than its iterator"
+    if src.body_range is None or not _braced(model, src):
+        return f"the body of the loop at line {line} is not in braces"
+    if any(kind not in ("launch", "decl") for kind, _ in src.body):
+        return (f"the body of the loop at line {line} holds other statements than launches and declarations "
+                "without effects")
+    stmts = [s for s in model.host.statements if loop.info.iterator in s.loops]
+    other = next((s for s in stmts if s.kind != "launch"), None)
+    if other is not None:
+        return f"the loop at line {line} holds a host statement: {other.describe()}"
+    instances = model.instances()
+    for index in loop.launches:
+        inst = instances.get(index)
+        if inst is None or inst.site is None:
+            return f"a launch of the loop at line {line} is not one the optimizer rewrites"
+        problem = fragment_problem(model, inst)
+        if problem is not None:
+            return f"{inst.kernel.name} ({inst.where}) cannot be fused: {problem.text}"
+    return None
+
+
+def _braced(model: ProgramModel, src: ForLoop) -> bool:
+    with open(src.range.file, "rb") as handle:
+        handle.seek(src.body_range.start_offset)
+        return handle.read(1) == b"{"
+
+
+def _same_iterations(model: ProgramModel, first: HostLoop, second: HostLoop) -> bool:
+    """The two loops' iteration domains are one set (the outer loops' iterations as they are)."""
+    stmts = model.host.statements
+    a, b = stmts[first.launches[0]], stmts[second.launches[0]]
+    if a.loops[:-1] != b.loops[:-1] or a.loops[-1] != first.info.iterator or b.loops[-1] != second.info.iterator:
+        return False
+    da, db = host_domain(a), host_domain(b)
+    return da is not None and db is not None and da.is_equal(db)
+
+
+def _backward_dependence(model: ProgramModel, uar: UAR, earlier: HostLoop, later: HostLoop) -> str | None:
+    """A dependence from an iteration of ``earlier`` to an earlier iteration of ``later``, in
+    one iteration of the loops around both: the order the fused loop would reverse."""
+    outer = len(model.host.statements[earlier.launches[0]].loops) - 1
+    mine, theirs = set(earlier.launches), set(later.launches)
+    for dep in uar.dependences:
+        if dep.src not in mine or dep.dst not in theirs:
+            continue
+        rel = isl.Map(dep.relation)
+        for pos in range(outer):
+            rel = rel.equate(_IN, pos, _OUT, pos)
+        if not rel.order_gt(_IN, outer, _OUT, outer).is_empty():
+            return (f"a {dep.kind} dependence on {dep.buffer} runs from an iteration of the loop at line "
+                    f"{earlier.source.range.line} (line {model.host.statements[dep.src].line}) to an earlier "
+                    f"iteration of the loop at line {later.source.range.line} (line "
+                    f"{model.host.statements[dep.dst].line}): fused, it would run the other way")
+    return None
+
+
+def _unprofitable(model: ProgramModel, uar: UAR, chain: LoopChain) -> str | None:
+    """None when some launch of the first loop and some launch of a later one are joined by
+    no dependence across blocks in one fused iteration (the schedule may fuse them), else
+    why the loops are left as they are."""
+    outer = len(model.host.statements[chain.loops[0].launches[0]].loops) - 1
+    for later in chain.loops[1:]:
+        for a in chain.loops[0].launches:
+            for b in later.launches:
+                if not any(_across_blocks(isl.Map(d.relation), outer) for d in uar.edges_between(a, b)):
+                    return None
+    return ("fusing the loops gains nothing: within one iteration every launch of the first loop depends across "
+            "blocks on every launch of the others")
+
+
+def _across_blocks(relation: isl.Map, outer: int) -> bool:
+    """Instances of one fused iteration (the loops' iterators equal, outer ones too) that the
+    relation joins across blocks (the three block coordinates follow the iterators)."""
+    same = relation
+    for pos in range(outer + 1):
+        same = same.equate(_IN, pos, _OUT, pos)
+    block = same
+    for pos in range(outer + 1, outer + 4):
+        block = block.equate(_IN, pos, _OUT, pos)
+    return not same.is_subset(block)

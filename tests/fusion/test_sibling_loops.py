@@ -1,0 +1,139 @@
+"""Sibling host loops (issue: hand-written programs, loops across nests): a loop of one
+kernel followed by a loop of another over the same iterations runs as one loop, and the
+launches of one iteration fuse as any body's (``fusion/host_loops.py``); near misses stay
+two loops, each with its reason. The rewrite keeps every line where it was."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sirius.analysis.evaluate import LoopInfo
+from sirius.analysis.source_index import ForLoop, SourceRange
+from sirius.fusion.host_loops import HostLoop, LoopChain, rewrite_loops
+
+ROOT = Path(__file__).resolve().parents[2]
+SIRIUS = str(Path(sys.executable).parent / "sirius")
+PROGRAMS = ROOT / "tests" / "fusion" / "programs"
+
+
+def sirius(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([SIRIUS, *args], capture_output=True, text=True, timeout=600, env=dict(os.environ))
+
+
+def optimize(tmp_path_factory, name: str):
+    program = PROGRAMS / name
+    out = tmp_path_factory.mktemp("loops") / name.replace(".cu", ".opt.cu")
+    proc = sirius("optimize", str(program), "-o", str(out), "--report", str(out.with_suffix(".json")))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return program, proc.stdout, json.loads(out.with_suffix(".json").read_text()), out
+
+
+@pytest.fixture(scope="module")
+def fused(tmp_path_factory):
+    return optimize(tmp_path_factory, "sibling_loops.cu")
+
+
+@pytest.fixture(scope="module")
+def hazards(tmp_path_factory):
+    return optimize(tmp_path_factory, "sibling_loop_hazards.cu")
+
+
+@pytest.mark.toolchain
+def test_loops_over_the_same_iterations_run_as_one_and_their_launches_fuse(fused):
+    program, summary, report, out = fused
+    assert report["loops_fused"] == [{"lines": [42, 45]}, {"lines": [71, 74, 77]}]
+    assert "host loops at lines 42, 45 run as one loop" in summary
+    assert "launches per run: 71 -> 36" in summary, summary
+    assert "vertical, 0 barriers inserted: produce (line 43) -> consume (line 46)" in summary, summary
+    assert "produce (line 72) -> consume (line 75) -> consume (line 78)" in summary, summary
+    # every line where it was: the second loop's header is gone, its iterator declared on its line
+    original, emitted = program.read_text().splitlines(), out.read_text().splitlines()
+    assert "for (int t = 0; t < steps; ++t) {" in original[44]
+    assert "for (int t" not in out.read_text() and any("int t = s;" in line for line in emitted)
+
+
+@pytest.mark.toolchain
+def test_loops_whose_fusion_would_reverse_a_dependence_stay_apart(fused):
+    _, summary, report, _ = fused
+    assert report["loops_kept_apart"] == [
+        {"lines": [51, 54], "reason": "a flow dependence on v runs from an iteration of the loop at line 51 (line 52) "
+                                      "to an earlier iteration of the loop at line 54 (line 55): fused, it would run "
+                                      "the other way"},
+        {"lines": [60, 63], "reason": "they run different iterations (their trip counts may differ)"}]
+    assert "host loops at lines 60 and 63 stay two loops: they run different iterations" in summary
+
+
+@pytest.mark.toolchain
+def test_the_fused_loops_verify_equal(fused):
+    program, _, _, out = fused
+    proc = sirius("verify", str(program), str(out))
+    assert proc.returncode == 0 and "result: all equal" in proc.stdout, proc.stdout + proc.stderr
+    assert "region 1 (fused, sibling_loops.cu:43, produce consume): fused launches 6" in proc.stdout, proc.stdout
+
+
+@pytest.mark.toolchain
+def test_near_misses_stay_two_loops_with_their_reasons(hazards):
+    program, summary, report, out = hazards
+    assert report["loops_fused"] == []
+    reasons = {tuple(r["lines"]): r["reason"] for r in report["loops_kept_apart"]}
+    assert reasons == {
+        # pairing the iterations of a loop that runs backwards would reorder its own steps
+        (41, 44): "their iterations may run in other orders: the steps differ (+1, -1)",
+        (51, 54): "the body of the loop at line 54 names slot, which means another variable after the body of the "
+                  "loop at line 51",
+        (60, 64): "the body of the loop at line 60 holds other statements than launches and declarations without "
+                  "effects",
+        (71, 75): "the body of the loop at line 71 holds other statements than launches and declarations without "
+                  "effects",
+        (81, 83): "the body of the loop at line 81 is not in braces",
+    }, reasons
+    assert "launches per run: 50 -> 50" in summary
+
+
+def _loop(text: bytes, header: bytes, iterator: str, line: int) -> HostLoop:
+    start = text.index(header)
+    body = text.index(b"{", start)
+    end = text.index(b"}", body) + 1
+    def where(a: int, b: int) -> SourceRange:
+        return SourceRange("t.cu", text.count(b"\n", 0, a) + 1, 1, text.count(b"\n", 0, b) + 1, a, b)
+    source = ForLoop(where(start, end), "main", (), iterator, True, where(body, end), "int", "+1")
+    return HostLoop(source, LoopInfo(f"h{line}", f"h{line}", None, line, "", True), ())
+
+
+def test_the_rewrite_keeps_every_line_where_it_was():
+    before = (b"  for (int i = 0; i < n; ++i) {\n"
+              b"    a<<<g, b>>>(x, i);\n"
+              b"  }\n"
+              b"  // the second\n"
+              b"  for (int j = 0;\n"
+              b"       j < n; ++j) {\n"
+              b"    b<<<g, b>>>(x, j);\n"
+              b"  }\n"
+              b"  for (int i = 0; i < n; ++i) {\n"
+              b"    c<<<g, b>>>(x, i);\n"
+              b"  }\n"
+              b"  done();\n")
+    chain = LoopChain((_loop(before, b"for (int i", "i", 1), _loop(before, b"for (int j", "j", 5),
+                       _loop(before, b"for (int i = 0; i < n; ++i) {\n    c", "i", 9)))
+    after = rewrite_loops(before, (chain,))
+    assert after.count(b"\n") == before.count(b"\n")
+    assert after.decode().splitlines() == [
+        "  for (int i = 0; i < n; ++i) {",
+        "    a<<<g, b>>>(x, i);",
+        "  ",
+        "  // the second",
+        "  int j = i; ",
+        "",
+        "    b<<<g, b>>>(x, j);",
+        "  ",
+        "  ",
+        "    c<<<g, b>>>(x, i);",
+        "  }",
+        "  done();",
+    ]
