@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 from sirius.analysis.cfg import Loop, dominates, dominators, natural_loops, structured_order
-from sirius.analysis.ir import Block, Const, Function, Instr, TypeLayout, Value, branch_targets, gep_source_type, split_top_level
+from sirius.analysis.ir import Arg, Block, Const, Function, Instr, TypeLayout, Value, branch_targets, gep_source_type, split_top_level
 from sirius.analysis.symbolic import Constraint, Expr, FloorDiv, Sym, SymDiv, eq, ge, lt
 
 
@@ -127,6 +127,11 @@ class LoopInfo:
     # the domain is the iterations that run, whatever the data (every exit's
     # condition known; not a superset), so a write in every iteration covers its bytes
     exact: bool = False
+    # every exit's condition, where each is known or compares the iterator with values computed
+    # before the loop that the analysis cannot express (argv, data): two loops of one function
+    # with equal ``exits`` and the same step run the same iterations, whatever those values
+    # are (SSA values do not change). None where an exit is neither.
+    exits: tuple[tuple, ...] | None = None
 
 
 _SIGNED = {"slt": "lt", "sle": "le", "sgt": "gt", "sge": "ge", "eq": "eq", "ne": "ne",
@@ -509,6 +514,7 @@ class Evaluator:
         k = lp.name
         constraints: list[Formula] = [Formula.of(ge(Expr.sym(k), Expr.const(0)))]
         exact = True  # cleared by every exit whose condition is dropped or widened
+        exits: list[tuple] | None = []
         for exiting, outside in lp.exits():
             bt = branch_targets(exiting.terminator)
             stay = None
@@ -517,6 +523,10 @@ class Evaluator:
                 stay = self.condition(cond)
                 if stay is not None and t is outside:
                     stay = stay.negate()
+                key = self._exit_key(lp, cond, t is outside, exiting in lp.latches)
+                exits = None if exits is None or key is None else exits + [key]
+            else:
+                exits = None
             if stay is None:
                 exact = False  # a bound from the data (or a switch): the domain is a superset
                 continue
@@ -535,7 +545,26 @@ class Evaluator:
             constraints.append(stay)
         line = next((b.terminator.loop_line for b in lp.latches if b.terminator.loop_line), None) \
             or next((i.line for i in lp.header.instrs if i.line), None)
-        return LoopInfo(lp.name, k, conjunction(constraints), line, lp.header.label, exact)
+        return LoopInfo(lp.name, k, conjunction(constraints), line, lp.header.label, exact,
+                        None if exits is None else tuple(sorted(exits)))
+
+    def _exit_key(self, lp: Loop, cond: Value, leaves_when_true: bool, at_latch: bool) -> tuple | None:
+        """An exit's condition as data comparable across loops of this function: the
+        comparison, each operand as an expression of the loop's iterator (named ``@``) or as
+        the SSA value computed before the loop; None for any other condition."""
+        if not isinstance(cond, Instr) or cond.opcode != "icmp" or len(cond.operands) < 2:
+            return None
+        operands = []
+        for operand in cond.operands[:2]:
+            expr = self.expr(operand)
+            if expr is not None:
+                operands.append(("expr", str(expr.subs({lp.name: Expr.sym("@")}))))
+            elif isinstance(operand, Arg) or isinstance(operand, Instr) and operand.block is not None \
+                    and operand.block not in lp.blocks and _ssa_name(operand):
+                operands.append(("value", self.func.name, _ssa_name(operand)))
+            else:
+                return None
+        return (cond.predicate, leaves_when_true, at_latch, *operands)
 
 
 # symbols that never take a negative value: thread and block indices, launch dimensions,
@@ -555,6 +584,17 @@ def _nonnegative(e: Expr) -> bool:
             if isinstance(atom, FloorDiv) and not _nonnegative(atom.num) or isinstance(atom, SymDiv):
                 return False
     return True
+
+
+_RESULT = re.compile(r"\s*(%[-\w.$]+)\s*=")
+
+
+def _ssa_name(v: Value) -> str:
+    """The name an argument or an instruction's result has in its function (``%99``)."""
+    if v.name:
+        return v.name
+    m = _RESULT.match(v.text)
+    return m.group(1) if m else ""
 
 
 def _canonical_exit(stay: Formula, k: str) -> Formula:

@@ -133,6 +133,9 @@ class ForLoop:
     step: str | None = None
     body_names: frozenset[str] = frozenset()  # every name the body refers to (macro expansions too)
     body_declared: frozenset[str] = frozenset()  # the variables the body's own statements declare
+    # the header after the iterator's name (its initializer, condition and increment), the
+    # iterator written ``@``: two loops with one such text count alike
+    header_text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -504,6 +507,18 @@ def _loop_step(for_stmt, iterator: str | None) -> str | None:
             and iterator not in tokens[2:]:
         return tokens[1][0] + " ".join(tokens[2:])
     return None
+
+
+def _header_text(for_stmt, iterator: str | None) -> str | None:
+    children = list(for_stmt.get_children())
+    if iterator is None or len(children) != 4:
+        return None
+    tokens = [t.spelling for t in for_stmt.get_tokens()]
+    body_tokens = len(list(children[3].get_tokens()))
+    header = tokens[:len(tokens) - body_tokens] if body_tokens else tokens
+    if iterator not in header:
+        return None
+    return " ".join("@" if t == iterator else t for t in header[header.index(iterator) + 1:])
 
 
 def _names_in(node) -> frozenset[str]:
@@ -1100,7 +1115,8 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
                 body = list(c.get_children())[-1]
                 out.for_loops.append(ForLoop(_range(c), function, _loop_body(c, changing_macros), iterator, pure,
                                              _range(body), declared.type.spelling if declared else None,
-                                             _loop_step(c, iterator), _names_in(body), _declared_in(body)))
+                                             _loop_step(c, iterator), _names_in(body), _declared_in(body),
+                                             _header_text(c, iterator)))
             if kind == ci.CursorKind.CALL_EXPR and function is not None:
                 children = list(c.get_children())
                 if len(children) >= 2 and children[1].kind == ci.CursorKind.CALL_EXPR \

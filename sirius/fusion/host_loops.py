@@ -26,8 +26,10 @@ Legal (``plan_loop_fusion``, each refusal a ``LoopFusionRefusal``) when:
   the host statements of each loop are its launches alone;
 * each header changes nothing but its iterator, declared in its init; the second's init and
   condition never run in the fused loop;
-* the iterations are the same sequence: equal iteration domains (exact: every exit of both
-  loops understood) and the same step (``ForLoop.step``);
+* the iterations are the same sequence: the same step (``ForLoop.step``) and equal iteration
+  domains (exact: every exit of both loops understood), or exits that compare the iterators
+  alike with the same values computed before the loops (``LoopInfo.exits``: a trip count from
+  argv or data);
 * no dependence of the UAR runs from an iteration of an earlier loop to an earlier iteration
   of a later one (the outer loops' iterations equal): the fused loop runs ``A(i)`` before
   ``B(j)`` exactly when ``i <= j``, the original for every ``i``, ``j``;
@@ -193,9 +195,9 @@ def _sibling_problem(model: ProgramModel, uar: UAR, earlier: list[HostLoop], loo
     if src.step is None or src.step != first.source.step:
         return (f"their iterations may run in other orders: the steps differ ({first.source.step or 'not understood'}"
                 f", {src.step or 'not understood'})")
-    if not (first.info.exact and loop.info.exact):
-        return "the iterations one of them runs are not known exactly (an exit the analysis does not understand)"
     if not _same_iterations(model, first, loop):
+        if not (first.info.exact and loop.info.exact) and None in (first.info.exits, loop.info.exits):
+            return "the iterations one of them runs are not known (an exit the analysis does not understand)"
         return "they run different iterations (their trip counts may differ)"
     if src.iterator == first.source.iterator and src.iterator_type != first.source.iterator_type:
         return f"their iterators have one name and two types ({first.source.iterator_type}, {src.iterator_type})"
@@ -249,10 +251,16 @@ def _loop_problem(model: ProgramModel, loop: HostLoop) -> str | None:
     if other is not None:
         return f"the loop at line {line} holds a host statement: {other.describe()}"
     instances = model.instances()
+    body = src.body_range
+    if len(loop.launches) != sum(kind == "launch" for kind, _ in src.body):
+        return f"the launches the loop at line {line} runs are not the launches written in its body"
     for index in loop.launches:
         inst = instances.get(index)
         if inst is None or inst.site is None:
             return f"a launch of the loop at line {line} is not one the optimizer rewrites"
+        where = inst.site.range
+        if where.file != body.file or not body.start_offset <= where.start_offset < body.end_offset:
+            return f"the launches the loop at line {line} runs are not the launches written in its body"
         problem = fragment_problem(model, inst)
         if problem is not None:
             return f"{inst.kernel.name} ({inst.where}) cannot be fused: {problem.text}"
@@ -266,10 +274,17 @@ def _braced(model: ProgramModel, src: ForLoop) -> bool:
 
 
 def _same_iterations(model: ProgramModel, first: HostLoop, second: HostLoop) -> bool:
-    """The two loops' iteration domains are one set (the outer loops' iterations as they are)."""
+    """The two loops run the same iterations (the outer loops' iterations as they are): their
+    domains are exact and one set, or their exits compare their iterators alike with the same
+    values computed before them (a bound from argv or data: ``LoopInfo.exits``)."""
     stmts = model.host.statements
     a, b = stmts[first.launches[0]], stmts[second.launches[0]]
     if a.loops[:-1] != b.loops[:-1] or a.loops[-1] != first.info.iterator or b.loops[-1] != second.info.iterator:
+        return False
+    if first.info.exits is not None and first.info.exits == second.info.exits \
+            and first.source.header_text is not None and first.source.header_text == second.source.header_text:
+        return True  # (the headers alike too: the compiler's form of the exits need not show the entry test)
+    if not (first.info.exact and second.info.exact):
         return False
     da, db = host_domain(a), host_domain(b)
     return da is not None and db is not None and da.is_equal(db)

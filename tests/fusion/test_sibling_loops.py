@@ -47,14 +47,15 @@ def hazards(tmp_path_factory):
 @pytest.mark.toolchain
 def test_loops_over_the_same_iterations_run_as_one_and_their_launches_fuse(fused):
     program, summary, report, out = fused
-    assert report["loops_fused"] == [{"lines": [42, 45]}, {"lines": [71, 74, 77]}]
-    assert "host loops at lines 42, 45 run as one loop" in summary
-    assert "launches per run: 71 -> 36" in summary, summary
-    assert "vertical, 0 barriers inserted: produce (line 43) -> consume (line 46)" in summary, summary
-    assert "produce (line 72) -> consume (line 75) -> consume (line 78)" in summary, summary
+    assert report["loops_fused"] == [{"lines": [45, 48]}, {"lines": [75, 78, 81]}]
+    # the steps from argv: both loops compare their iterators with that one value
+    assert "host loops at lines 45, 48 run as one loop" in summary
+    assert "launch statements: 9 -> 6" in summary, summary
+    assert "vertical, 0 barriers inserted: produce (line 46) -> consume (line 49)" in summary, summary
+    assert "produce (line 76) -> consume (line 79) -> consume (line 82)" in summary, summary
     # every line where it was: the second loop's header is gone, its iterator declared on its line
     original, emitted = program.read_text().splitlines(), out.read_text().splitlines()
-    assert "for (int t = 0; t < steps; ++t) {" in original[44]
+    assert "for (int t = 0; t < steps; ++t) {" in original[47]
     assert "for (int t" not in out.read_text() and any("int t = s;" in line for line in emitted)
 
 
@@ -62,19 +63,20 @@ def test_loops_over_the_same_iterations_run_as_one_and_their_launches_fuse(fused
 def test_loops_whose_fusion_would_reverse_a_dependence_stay_apart(fused):
     _, summary, report, _ = fused
     assert report["loops_kept_apart"] == [
-        {"lines": [51, 54], "reason": "a flow dependence on v runs from an iteration of the loop at line 51 (line 52) "
-                                      "to an earlier iteration of the loop at line 54 (line 55): fused, it would run "
+        {"lines": [54, 57], "reason": "a flow dependence on v runs from an iteration of the loop at line 54 (line 55) "
+                                      "to an earlier iteration of the loop at line 57 (line 58): fused, it would run "
                                       "the other way"},
-        {"lines": [60, 63], "reason": "they run different iterations (their trip counts may differ)"}]
-    assert "host loops at lines 60 and 63 stay two loops: they run different iterations" in summary
+        {"lines": [63, 66], "reason": "they run different iterations (their trip counts may differ)"}]
+    assert "host loops at lines 63 and 66 stay two loops: they run different iterations" in summary
 
 
 @pytest.mark.toolchain
-def test_the_fused_loops_verify_equal(fused):
+@pytest.mark.parametrize("argv, steps", [((), 6), (("2",), 2)])
+def test_the_fused_loops_verify_equal_at_two_sizes(fused, argv, steps):
     program, _, _, out = fused
-    proc = sirius("verify", str(program), str(out))
+    proc = sirius("verify", str(program), str(out), "--", *argv)
     assert proc.returncode == 0 and "result: all equal" in proc.stdout, proc.stdout + proc.stderr
-    assert "region 1 (fused, sibling_loops.cu:43, produce consume): fused launches 6" in proc.stdout, proc.stdout
+    assert f"(fused, sibling_loops.cu:46, produce consume): fused launches {steps}" in proc.stdout, proc.stdout
 
 
 @pytest.mark.toolchain

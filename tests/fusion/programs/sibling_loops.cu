@@ -1,6 +1,7 @@
 // Launches in sibling host loops: a loop of one kernel followed by a loop of another over
 // the same iterations (fused as one loop, then the launches of one iteration fused), and
-// the near misses that must stay two loops.
+// the near misses that must stay two loops. The number of steps from the command line:
+//   sibling_loops [steps]   (1 <= steps <= 6)
 #include <cstdio>
 #include <cstdlib>
 #include <cuda_runtime.h>
@@ -21,10 +22,12 @@ __global__ void consume_next(float* z, const float* y, int n, int s, int steps) 
   if (i < n && s + 1 < steps) z[s * n + i] = y[(s + 1) * n + i] - 1.0f;
 }
 
-int main() {
-  const int steps = 6;
+int main(int argc, char** argv) {
+  int steps = argc > 1 ? atoi(argv[1]) : 6;
+  if (steps < 1 || steps > 6) return 2;
+  const int slices = 6;
   const int n = 1000;
-  size_t count = (size_t)steps * n, bytes = count * sizeof(float);
+  size_t count = (size_t)slices * n, bytes = count * sizeof(float);
   float *x, *y, *z, *w, *v;
   cudaMalloc(&x, bytes);
   cudaMalloc(&y, bytes);
@@ -66,15 +69,16 @@ int main() {
 
   cudaDeviceSynchronize();
 
-  // three loops in a time loop, the iterators named alike: one loop of three launches per step
+  // three loops in a time loop, the iterators named alike, a constant trip count: one loop of
+  // three launches per slice
   for (int rep = 0; rep < 2; ++rep) {
-    for (int s = 0; s < steps; ++s) {
+    for (int s = 0; s < slices; ++s) {
       produce<<<blocks, 256>>>(y, x, n, s);
     }
-    for (int s = 0; s < steps; ++s) {
+    for (int s = 0; s < slices; ++s) {
       consume<<<blocks, 256>>>(z, y, n, s);
     }
-    for (int s = 0; s < steps; ++s) {
+    for (int s = 0; s < slices; ++s) {
       consume<<<blocks, 256>>>(x, z, n, s);
     }
   }
