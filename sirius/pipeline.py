@@ -27,7 +27,7 @@ from sirius.analysis.frontend import CompileJob
 from sirius.analysis.program_model import ProgramModel, analyze_program, launch_count, statement_runs
 from sirius.analysis.uar import UAR, build_uar
 from sirius.core.config import cache_folder
-from sirius.core.errors import SiriusError
+from sirius.core.errors import InputError, SiriusError
 from sirius.fusion.barriers import place_barriers
 from sirius.fusion.check import CheckResult, check_program
 from sirius.fusion.code_motion import interleave_fragments
@@ -37,7 +37,7 @@ from sirius.fusion.cooperative import plan_cooperative
 from sirius.fusion.codegen import generate
 from sirius.fusion.guards import guard_program
 from sirius.fusion.host_constants import propagate_host_constants
-from sirius.fusion.host_loops import LoopFusionPlan, plan_loop_fusion, rewrite_loops
+from sirius.fusion.host_loops import LoopFusionPlan, LoopFusionRefusal, plan_loop_fusion, rewrite_loops
 from sirius.fusion.kernel_ir import CellWavesLaunch, FusedProgram, KernelIR
 from sirius.fusion.loop_iterations import in_one_launch, iteration_refusals, loop_pairs
 from sirius.fusion.lowering import lower
@@ -187,11 +187,22 @@ def _uar(st: OptimizeState) -> None:
 
 
 def _host_loops(st: OptimizeState) -> None:
-    st.loop_fusion = plan_loop_fusion(st.model, st.uar)
-    if not st.loop_fusion.chains:
+    plan = plan_loop_fusion(st.model, st.uar)
+    st.loop_fusion = plan
+    if not plan.chains:
         return
-    st.analyzed_job = loop_fused_job(st.job, rewrite_loops(st.job.path.read_bytes(), st.loop_fusion.chains))
-    _analyze(st)
+    before = (st.source, st.model, st.macro_expansions, st.uar)
+    st.analyzed_job = loop_fused_job(st.job, rewrite_loops(st.job.path.read_bytes(), plan.chains))
+    try:
+        _analyze(st)
+    except (InputError, SiriusError) as err:  # a case the legality above missed: the loops stay as written
+        st.analyzed_job = None
+        st.source, st.model, st.macro_expansions, st.uar = before
+        first = str(err).strip().splitlines()
+        st.loop_fusion = LoopFusionPlan((), plan.refusals + tuple(
+            LoopFusionRefusal(chain.lines[:2], "internal error caught: the merged loops do not compile"
+                              + (f" ({first[1][:200]})" if len(first) > 1 else "")) for chain in plan.chains))
+        return
     _uar(st)
 
 

@@ -127,12 +127,14 @@ class ForLoop:
     # loop's text twice, the waves' check before the loop, would repeat any other effect)
     header_pure: bool = True
     body_range: SourceRange | None = None  # the body statement (braces or one statement)
-    iterator_type: str | None = None  # the iterator's declared type, as clang spells it
+    iterator_type: str | None = None  # the iterator's type, canonical (what a typedef names)
     # the increment as a step: "+1" for ++i, i++, i += 1; "-2" for i -= 2; None when it is
     # no such form, or the step names the iterator
     step: str | None = None
-    body_names: frozenset[str] = frozenset()  # every name the body refers to (macro expansions too)
+    # every name the body refers to: its identifiers as written, and what macros expand to
+    body_names: frozenset[str] = frozenset()
     body_declared: frozenset[str] = frozenset()  # the variables the body's own statements declare
+    body_declares_types: bool = False  # it declares a type, an enumeration, an alias or a using
     # the header after the iterator's name (its initializer, condition and increment), the
     # iterator written ``@``: two loops with one such text count alike
     header_text: str | None = None
@@ -522,13 +524,17 @@ def _header_text(for_stmt, iterator: str | None) -> str | None:
 
 
 def _names_in(node) -> frozenset[str]:
-    return frozenset(n.spelling for n in node.walk_preorder() if n.kind == ci.CursorKind.DECL_REF_EXPR)
+    referred = {n.spelling for n in node.walk_preorder() if n.kind == ci.CursorKind.DECL_REF_EXPR}
+    written = {t.spelling for t in node.get_tokens() if t.kind == ci.TokenKind.IDENTIFIER}
+    return frozenset(referred | written)
 
 
-def _declared_in(body) -> frozenset[str]:
+def _declarations_in(body) -> tuple[frozenset[str], bool]:
+    """The variables the statements of ``body`` declare, and whether they declare anything else."""
     stmts = body.get_children() if body.kind == ci.CursorKind.COMPOUND_STMT else ()
-    return frozenset(v.spelling for st in stmts if st.kind == ci.CursorKind.DECL_STMT for v in st.get_children()
-                     if v.kind == ci.CursorKind.VAR_DECL)
+    declared = [d for st in stmts if st.kind == ci.CursorKind.DECL_STMT for d in st.get_children()]
+    variables = frozenset(d.spelling for d in declared if d.kind == ci.CursorKind.VAR_DECL)
+    return variables, any(d.kind != ci.CursorKind.VAR_DECL for d in declared)
 
 
 def _loop_body(for_stmt, changing_macros: frozenset[str]) -> tuple[tuple[str, SourceRange], ...]:
@@ -1113,9 +1119,11 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
                 declared = next((v for v in init.get_children() if v.kind == ci.CursorKind.VAR_DECL), None) \
                     if iterator is not None and init is not None else None
                 body = list(c.get_children())[-1]
+                variables, others = _declarations_in(body)
                 out.for_loops.append(ForLoop(_range(c), function, _loop_body(c, changing_macros), iterator, pure,
-                                             _range(body), declared.type.spelling if declared else None,
-                                             _loop_step(c, iterator), _names_in(body), _declared_in(body),
+                                             _range(body),
+                                             declared.type.get_canonical().spelling if declared else None,
+                                             _loop_step(c, iterator), _names_in(body), variables, others,
                                              _header_text(c, iterator)))
             if kind == ci.CursorKind.CALL_EXPR and function is not None:
                 children = list(c.get_children())

@@ -108,6 +108,9 @@ def plan_loop_fusion(model: ProgramModel, uar: UAR) -> LoopFusionPlan:
             with open(file, "rb") as handle:
                 text[file] = handle.read()
         if not _consecutive(text[file], previous.source, loop.source):
+            between = _between(text[file], previous.source, loop.source)
+            if between is not None:
+                refusals.append(LoopFusionRefusal((previous.source.range.line, loop.source.range.line), between))
             _close(current, chains)
             continue
         problem = _sibling_problem(model, uar, current or [previous], loop)
@@ -160,10 +163,12 @@ def _host_loops(model: ProgramModel) -> list[HostLoop]:
     """The entry's ``for`` loops that hold launches, in source order, with their models."""
     stmts = model.host.statements
     out = []
+    lines = [info.line for info in model.host.loops]
     for info in model.host.loops:
         source = model.source.for_loop_at(info.line)
-        if source is None:
-            continue
+        if source is None or lines.count(info.line) > 1 \
+                or sum(f.range.line == info.line for f in model.source.for_loops) > 1:
+            continue  # loops are matched by their lines: two on one line cannot be told apart
         inside = [s for s in stmts if info.iterator in s.loops]
         launches = tuple(s.index for s in inside if s.kind == "launch")
         if launches:
@@ -184,6 +189,59 @@ def _consecutive(text: bytes, first: ForLoop, second: ForLoop) -> bool:
     return blank is not None and blank.end() == len(between)
 
 
+_DIRECTIVE = re.compile(rb"[ \t]*#[^\n]*(?:\\\n[^\n]*)*\n?")
+_LABEL = re.compile(rb"[ \t]*[A-Za-z_]\w*[ \t]*:(?!:)[ \t]*;?[ \t]*\n?")
+
+
+def _between(text: bytes, first: ForLoop, second: ForLoop) -> str | None:
+    """Why two loops that only preprocessor directives or labels separate are not consecutive
+    (None: other code separates them, or they are not in one function)."""
+    if first.range.file != second.range.file or first.function != second.function \
+            or first.range.end_offset > second.range.start_offset:
+        return None
+    at, end = first.range.end_offset, second.range.start_offset
+    if text[at:at + 1] == b";":
+        at += 1
+    found = None
+    while at < end:
+        blank = _BLANK.match(text, at, end)
+        at = blank.end() if blank else at
+        if at >= end:
+            break
+        for pattern, what in ((_DIRECTIVE, "a preprocessor directive"), (_LABEL, "a label")):
+            m = pattern.match(text, at, end)
+            if m and m.end() > at:
+                found = found or (what, text.count(b"\n", 0, at) + 1)
+                at = _past_conditional(text, at, end) if pattern is _DIRECTIVE else m.end()
+                break
+        else:
+            return None
+    if found is None:
+        return None
+    what, line = found
+    return (f"{what} (line {line}) stands between them: " + ("another build may put code between them"
+            if what.startswith("a pre") else "a jump to it would land inside the merged loop"))
+
+
+def _past_conditional(text: bytes, at: int, end: int) -> int:
+    """Past the directive at ``at``, and past its block to the matching ``#endif`` when it
+    opens a conditional (the text of a branch a build leaves out is no code of this one)."""
+    depth = 0
+    while at < end:
+        m = _DIRECTIVE.match(text, at, end)
+        if m is None or m.end() == at:
+            line_end = text.find(b"\n", at, end)
+            at = end if line_end < 0 else line_end + 1
+            continue
+        word = re.match(rb"[ \t]*#[ \t]*(\w*)", text[at:m.end()]).group(1)
+        depth += word in (b"if", b"ifdef", b"ifndef")
+        depth -= word == b"endif"
+        at = m.end()
+        if depth <= 0:
+            return at
+    return at
+
+
 def _sibling_problem(model: ProgramModel, uar: UAR, earlier: list[HostLoop], loop: HostLoop) -> str | None:
     """Why ``loop`` cannot run in one loop with the ``earlier`` loops before it (None: it can)."""
     first = earlier[0]
@@ -191,20 +249,25 @@ def _sibling_problem(model: ProgramModel, uar: UAR, earlier: list[HostLoop], loo
         why = _loop_problem(model, candidate)
         if why is not None:
             return why
-    src = loop.source
-    if src.step is None or src.step != first.source.step:
-        return (f"their iterations may run in other orders: the steps differ ({first.source.step or 'not understood'}"
-                f", {src.step or 'not understood'})")
+    src, head = loop.source, first.source
+    if src.step is None or head.step is None:
+        return "the step of one of them is not one the optimizer understands (++, --, += or -= a value)"
+    if src.step != head.step:
+        return f"their iterations may run in other orders: the steps differ ({head.step}, {src.step})"
+    if src.iterator_type != head.iterator_type:
+        return (f"their iterators have other types ({head.iterator_type}, {src.iterator_type}): equal counts of "
+                "iterations need not give equal values")
+    if _initial(head) is None or _initial(head) != _initial(src):
+        return (f"their iterators start from other values ({_initial(head) or 'not understood'}, "
+                f"{_initial(src) or 'not understood'})")
     if not _same_iterations(model, first, loop):
         if not (first.info.exact and loop.info.exact) and None in (first.info.exits, loop.info.exits):
             return "the iterations one of them runs are not known (an exit the analysis does not understand)"
         return "they run different iterations (their trip counts may differ)"
-    if src.iterator == first.source.iterator and src.iterator_type != first.source.iterator_type:
-        return f"their iterators have one name and two types ({first.source.iterator_type}, {src.iterator_type})"
+    clash = _name_clash([lp.source for lp in earlier], src)
+    if clash is not None:
+        return clash
     for other in earlier:
-        clash = _name_clash(other.source, src)
-        if clash is not None:
-            return clash
         backwards = _backward_dependence(model, uar, other, loop)
         if backwards is not None:
             return backwards
@@ -220,17 +283,39 @@ def _sibling_problem(model: ProgramModel, uar: UAR, earlier: list[HostLoop], loo
     return None
 
 
-def _name_clash(earlier: ForLoop, later: ForLoop) -> str | None:
-    """Why ``later``'s body, written after ``earlier``'s in one body, would mean something
-    else or not compile: a name it uses or declares that ``earlier``'s body declares (or the
-    earlier iterator, where the names differ), its iterator declared in ``earlier``'s body."""
-    names = set(earlier.body_declared)
-    if earlier.iterator != later.iterator:
-        names.add(earlier.iterator)
-    seen = sorted(names & (later.body_names | later.body_declared | {later.iterator}))
+def _initial(loop: ForLoop) -> str | None:
+    """The iterator's initializer as written (``= 0``): loops after one another in one block
+    whose initializers are written alike start from one value (they change nothing, and
+    nothing runs between them)."""
+    if loop.header_text is None or " ; " not in loop.header_text:
+        return None
+    return loop.header_text.split(" ; ", 1)[0]
+
+
+def _name_clash(earlier: list[ForLoop], later: ForLoop) -> str | None:
+    """Why ``later``'s body, written after the ``earlier`` bodies in one body, would mean
+    something else or not compile: a name it uses or declares that is declared before it
+    there (an earlier body's variable, a later iterator declared equal to the first's, or
+    the first iterator where the names differ), or a name it declares that an earlier body
+    uses (the fused launch, and the original launches the guard falls back to, stand after
+    it)."""
+    first = earlier[0]
+    declared = {name for loop in earlier for name in loop.body_declared}
+    declared |= {loop.iterator for loop in earlier[1:] if loop.iterator != first.iterator}
+    if later.iterator != first.iterator:
+        declared.add(first.iterator)
+    if later.iterator != first.iterator and later.iterator in declared:
+        return (f"the iterator {later.iterator} of the loop at line {later.range.line} would be declared twice in the "
+                f"loop at line {first.range.line}")
+    mine = later.body_names | later.body_declared | ({later.iterator} if later.iterator != first.iterator else set())
+    seen = sorted(declared & mine)
     if seen:
         return (f"the body of the loop at line {later.range.line} names {seen[0]}, which means another variable "
-                f"after the body of the loop at line {earlier.range.line}")
+                f"after the body of the loop at line {first.range.line}")
+    used = sorted(later.body_declared & {name for loop in earlier for name in loop.body_names})
+    if used:
+        return (f"the body of the loop at line {later.range.line} declares {used[0]}, which the launches before it "
+                f"name: merged, the fused launch after it would see its {used[0]}")
     return None
 
 
@@ -241,6 +326,9 @@ def _loop_problem(model: ProgramModel, loop: HostLoop) -> str | None:
         return f"the loop at line {line} does not declare one iterator in its init"
     if not src.header_pure:
         return f"the header of the loop at line {line} changes more than its iterator"
+    if src.body_declares_types:
+        return (f"the body of the loop at line {line} declares a type, an enumeration, an alias or a using: merged, "
+                "it would change what the names of the bodies after it mean")
     if src.body_range is None or not _braced(model, src):
         return f"the body of the loop at line {line} is not in braces"
     if any(kind not in ("launch", "decl") for kind, _ in src.body):
@@ -302,7 +390,8 @@ def _backward_dependence(model: ProgramModel, uar: UAR, earlier: HostLoop, later
         for pos in range(outer):
             rel = rel.equate(_IN, pos, _OUT, pos)
         if not rel.order_gt(_IN, outer, _OUT, outer).is_empty():
-            return (f"a {dep.kind} dependence on {dep.buffer} runs from an iteration of the loop at line "
+            article = "an" if dep.kind[0] in "aeiou" else "a"
+            return (f"{article} {dep.kind} dependence on {dep.buffer} runs from an iteration of the loop at line "
                     f"{earlier.source.range.line} (line {model.host.statements[dep.src].line}) to an earlier "
                     f"iteration of the loop at line {later.source.range.line} (line "
                     f"{model.host.statements[dep.dst].line}): fused, it would run the other way")

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cuda_runtime.h>
 
+typedef long slot_t;
+
 __global__ void produce(float* y, const float* x, int n, int s) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[s * n + i] = x[s * n + i] * 2.0f + s;
@@ -82,6 +84,64 @@ int main() {
     produce<<<blocks, 128>>>(y, x, n, s);
   for (int s = 0; s < steps; ++s)
     consume<<<blocks, 128>>>(z, y, n, s);
+
+  cudaMemset(z, 0, bytes);
+
+  // red and black: one step, two starts
+  for (int c = 0; c < steps; c += 2) {
+    produce<<<blocks, 128>>>(y, x, n, c);
+  }
+  for (int c = 1; c < steps; c += 2) {
+    consume<<<blocks, 128>>>(z, y, n, c);
+  }
+  cudaMemset(z, 0, bytes);
+
+  // as many iterations, other values: the second iterator wraps
+  for (int s = 0; s < 4; ++s) {
+    produce<<<blocks, 128>>>(y, x, n, s);
+  }
+  for (unsigned char s = 254; s != 2; ++s) {
+    consume<<<blocks, 128>>>(z, y, n, s % steps);
+  }
+  cudaMemset(z, 0, bytes);
+
+  // a type the first body declares would be the one the second body names
+  for (int s = 0; s < steps; ++s) {
+    typedef int slot_t;
+    produce<<<blocks, 128>>>(y, x, n, (slot_t)s);
+  }
+  for (int s = 0; s < steps; ++s) {
+    consume<<<blocks, 128>>>(z, y, n, (slot_t)s);
+  }
+  cudaMemset(z, 0, bytes);
+
+  // the second body declares the name of the first body's kernel
+  for (int s = 0; s < steps; ++s) {
+    produce<<<blocks, 128>>>(y, x, n, s);
+  }
+  for (int s = 0; s < steps; ++s) {
+    const int produce = s;
+    consume<<<blocks, 128>>>(z, y, n, produce);
+  }
+
+#ifdef TRACE_STEPS
+  printf("between the loops\n");
+#endif
+  for (int s = 0; s < steps; ++s) {
+    produce<<<blocks, 128>>>(y, x, n, s);
+  }
+  cudaMemset(z, 0, bytes);
+
+  // three loops, the last two iterators named alike: the third would declare its iterator again
+  for (int i = 0; i < steps; ++i) {
+    produce<<<blocks, 128>>>(y, x, n, i);
+  }
+  for (int j = 0; j < steps; ++j) {
+    consume<<<blocks, 128>>>(z, y, n, j);
+  }
+  for (int j = 0; j < steps; ++j) {
+    consume<<<blocks, 128>>>(acc, z, n, j);
+  }
 
   double sums[3] = {0, 0, 0};
   float* bufs[3] = {y, z, acc};
