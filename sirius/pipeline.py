@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable
@@ -35,6 +36,7 @@ from sirius.analysis.repetition import NotALoop, find_repetition
 from sirius.fusion.cell_waves import install_cell_waves, narrowest_block, no_waves, plan_cell_waves
 from sirius.fusion.cooperative import plan_cooperative
 from sirius.fusion.codegen import generate
+from sirius.fusion.fragment_text import line_file_name
 from sirius.fusion.guards import guard_program
 from sirius.fusion.host_constants import propagate_host_constants
 from sirius.fusion.host_loops import LoopFusionPlan, LoopFusionRefusal, plan_loop_fusion, rewrite_loops
@@ -337,6 +339,10 @@ def _guards(st: OptimizeState) -> None:
 
 def _codegen(st: OptimizeState) -> None:
     st.output, st.fused = generate(st.model, st.program, st.source)
+    if st.analyzed_job is not None:  # #line directives name the user's file, not the loop-fused copy analysed
+        analyzed, named = (f'"{line_file_name(str(job.path))}"' for job in (st.analyzed_job, st.job))
+        st.output = re.sub(r"^(#line \d+ )" + re.escape(analyzed) + r"$", lambda m: m.group(1) + named, st.output,
+                           flags=re.M)
 
 
 def _check(st: OptimizeState) -> tuple[LateFact, ...]:

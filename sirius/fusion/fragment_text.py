@@ -147,8 +147,12 @@ def line_directive(line: int | None, file: str | None = None) -> str:
         return ""
     if file is None:
         return f"#line {line}\n"
-    name = file.replace("\\", "\\\\").replace('"', '\\"')
-    return f'#line {line} "{name}"\n'
+    return f'#line {line} "{line_file_name(file)}"\n'
+
+
+def line_file_name(file: str) -> str:
+    """``file`` as a ``#line`` directive's string literal holds it."""
+    return file.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def line_end(source: bytes) -> str:
