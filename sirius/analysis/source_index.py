@@ -134,7 +134,7 @@ class ForLoop:
     # every name the body refers to: its identifiers as written, and what macros expand to
     body_names: frozenset[str] = frozenset()
     body_declared: frozenset[str] = frozenset()  # the variables the body's own statements declare
-    body_declares_types: bool = False  # it declares a type, an enumeration, an alias or a using
+    body_declares_types: bool = False  # it declares more than variables: a type, an enumeration, a using, a function
     # the header after the iterator's name (its initializer, condition and increment), the
     # iterator written ``@``: two loops with one such text count alike
     header_text: str | None = None

@@ -327,8 +327,8 @@ def _loop_problem(model: ProgramModel, loop: HostLoop) -> str | None:
     if not src.header_pure:
         return f"the header of the loop at line {line} changes more than its iterator"
     if src.body_declares_types:
-        return (f"the body of the loop at line {line} declares a type, an enumeration, an alias or a using: merged, "
-                "it would change what the names of the bodies after it mean")
+        return (f"the body of the loop at line {line} declares more than variables (a type, an enumeration, an alias, a "
+                "using, a function): merged, it would change what the names of the bodies after it mean")
     if src.body_range is None or not _braced(model, src):
         return f"the body of the loop at line {line} is not in braces"
     if any(kind not in ("launch", "decl") for kind, _ in src.body):

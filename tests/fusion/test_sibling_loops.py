@@ -102,8 +102,8 @@ def test_near_misses_stay_two_loops_with_their_reasons(hazards):
         (91, 94): "their iterators start from other values (= 0, = 1)",
         (100, 103): "their iterators have other types (int, unsigned char): equal counts of iterations need not give "
                     "equal values",
-        (109, 113): "the body of the loop at line 109 declares a type, an enumeration, an alias or a using: merged, it "
-                    "would change what the names of the bodies after it mean",
+        (109, 113): "the body of the loop at line 109 declares more than variables (a type, an enumeration, an alias, "
+                    "a using, a function): merged, it would change what the names of the bodies after it mean",
         (119, 122): "the body of the loop at line 122 declares produce, which the launches before it name: merged, the "
                     "fused launch after it would see its produce",
         (122, 130): "a preprocessor directive (line 127) stands between them: another build may put code between them",
