@@ -4,19 +4,19 @@ Launches of different host loop nests never share a region (``fusion.regions``),
 of one kernel followed by a loop of another keeps every launch. Two (or more) ``for``
 statements that follow one another directly in the same braces, over the same sequence of
 iterations, become one loop whose body runs the first body, then the second with its
-iterator equal to the first's:
+iterator declared equal to the first's (nothing declared where the names are one):
 
-    for (int i = 0; i < n; ++i) {          for (int i = 0; i < n; ++i) { {
+    for (int i = 0; i < n; ++i) {          for (int i = 0; i < n; ++i) {
       a<<<g, b>>>(x, i);                      a<<<g, b>>>(x, i);
-    }                                        }
-    for (int j = 0; j < n; ++j) {   --->    { const int sirius_loop_12_1 = i; { int j = sirius_loop_12_1;
+    }
+    for (int j = 0; j < n; ++j) {   --->    int j = i;
       b<<<g, b>>>(x, y, j);                   b<<<g, b>>>(x, y, j);
-    }                                        }}}
+    }                                        }
 
 The rewrite keeps every line where it was, so what the pipeline reports about the program,
 run again on the rewritten text, names the original's lines. There the launches of one
-fused iteration are statements of one loop body, and the schedule fuses them as any
-body's.
+fused iteration are statements of one loop body (one block: a region may hold them), and
+the schedule fuses them as any body's.
 
 Legal (``plan_loop_fusion``, each refusal a ``LoopFusionRefusal``) when:
 
@@ -26,15 +26,18 @@ Legal (``plan_loop_fusion``, each refusal a ``LoopFusionRefusal``) when:
   the host statements of each loop are its launches alone;
 * each header changes nothing but its iterator, declared in its init; the second's init and
   condition never run in the fused loop;
-* the iterations are the same sequence: the same step (``ForLoop.step``) and equal iteration
-  domains (exact: every exit of both loops understood), or exits that compare the iterators
-  alike with the same values computed before the loops (``LoopInfo.exits``: a trip count from
-  argv or data);
+* the iterations are the same sequence: the same iterator type (canonical: a wrapping
+  ``unsigned char`` and an ``int`` count alike, their values do not), the same initializer
+  as written, the same step (``ForLoop.step``), and equal iteration domains (exact: every
+  exit of both loops understood) or exits that compare the iterators alike with the same
+  values computed before the loops (``LoopInfo.exits``: a trip count from argv or data);
 * no dependence of the UAR runs from an iteration of an earlier loop to an earlier iteration
   of a later one (the outer loops' iterations equal): the fused loop runs ``A(i)`` before
   ``B(j)`` exactly when ``i <= j``, the original for every ``i``, ``j``;
-* a later body does not name an earlier loop's iterator (the fused loop would show it
-  the earlier iterator, not the variable it named);
+* the bodies declare only variables, and a later body neither names nor declares a name
+  declared before it in the merged body (an earlier body's variable, a later iterator, the
+  first iterator where the names differ), nor declares a name an earlier body uses (the
+  fused launch, and the original launches its guard falls back to, stand after it);
 * no launch of the loops may fail to launch where the program reads launch statuses (the
   failures would be reported in another order).
 
