@@ -118,6 +118,13 @@ def _dump(name: str, st: OptimizeState) -> None:
         print(format_program(st.program), end="")
     elif name == "codegen":
         print(st.output)
+    elif name == "host-loops":
+        for chain in st.loop_fusion.chains:
+            print("loops at lines " + ", ".join(map(str, chain.lines)) + " run as one loop")
+        for refusal in st.loop_fusion.refusals:
+            print(f"loops at lines {refusal.lines[0]} and {refusal.lines[1]} stay two loops: {refusal.reason}")
+        if st.loop_fusion.chains:  # the text analysed from here on
+            print(st.source, end="")
     elif name == "cell-waves":
         for plan in st.schedule.cell_waves.values():
             print(format_repetition(plan.repetition, st.model, plan.scratch.show), end="")

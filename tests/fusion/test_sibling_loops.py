@@ -26,17 +26,17 @@ def sirius(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([SIRIUS, *args], capture_output=True, text=True, timeout=600, env=dict(os.environ))
 
 
-def optimize(tmp_path_factory, name: str):
+def optimize(tmp_path_factory, name: str, *options: str):
     program = PROGRAMS / name
     out = tmp_path_factory.mktemp("loops") / name.replace(".cu", ".opt.cu")
-    proc = sirius("optimize", str(program), "-o", str(out), "--report", str(out.with_suffix(".json")))
+    proc = sirius("optimize", str(program), "-o", str(out), "--report", str(out.with_suffix(".json")), *options)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return program, proc.stdout, json.loads(out.with_suffix(".json").read_text()), out
 
 
 @pytest.fixture(scope="module")
 def fused(tmp_path_factory):
-    return optimize(tmp_path_factory, "sibling_loops.cu")
+    return optimize(tmp_path_factory, "sibling_loops.cu", "--print-after", "host-loops")
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +59,11 @@ def test_loops_over_the_same_iterations_run_as_one_and_their_launches_fuse(fused
     assert "for (int t" not in out.read_text() and any("int t = s;" in line for line in emitted)
     # the text analysed is a copy in the cache; what the emitted program says of its lines names the program
     assert "loop-fusion" not in out.read_text()
+    # --print-after host-loops: the plan, then the text analysed from there on, line for line the original's
+    dump = summary[:summary.index("optimized ")].splitlines()
+    assert dump[:2] == ["loops at lines 45, 48 run as one loop", "loops at lines 75, 78, 81 run as one loop"]
+    text = dump[4:]
+    assert len(text) == len(original) and text[47] == "  int t = s; " and text[48] == original[48]
 
 
 @pytest.mark.toolchain
