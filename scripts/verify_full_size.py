@@ -150,7 +150,7 @@ def _build_all(folder: Path, entries: list[dict], scratch: Path, arch: str) -> l
 
 
 def _run(binary: Path, argv: list[str], timeout: float):
-    dump = binary.with_suffix(".dump")
+    dump = binary.parent / f"{binary.name}.dump"  # (with_suffix would give 3.original and 3.optimized one file)
     dump.unlink(missing_ok=True)
     start = time.perf_counter()
     proc = subprocess.run([str(binary), *argv], capture_output=True, text=True, timeout=timeout,

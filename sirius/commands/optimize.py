@@ -119,10 +119,9 @@ def _dump(name: str, st: OptimizeState) -> None:
     elif name == "codegen":
         print(st.output)
     elif name == "host-loops":
-        for chain in st.loop_fusion.chains:
-            print("loops at lines " + ", ".join(map(str, chain.lines)) + " run as one loop")
-        for refusal in st.loop_fusion.refusals:
-            print(f"loops at lines {refusal.lines[0]} and {refusal.lines[1]} stay two loops: {refusal.reason}")
+        for line in _loop_lines([c.lines for c in st.loop_fusion.chains],
+                                [(r.lines, r.reason) for r in st.loop_fusion.refusals]):
+            print(line)
         if st.loop_fusion.chains:  # the text analysed from here on
             print(st.source, end="")
     elif name == "cell-waves":
@@ -136,6 +135,12 @@ def _dump(name: str, st: OptimizeState) -> None:
                 print(r.reason)
     else:
         print(f"after {name}: {len(st.model.launches)} launches modelled")
+
+
+def _loop_lines(fused, kept_apart) -> list[str]:
+    """The sibling loops merged (their lines) and kept apart (lines, reason), a line each."""
+    return ([f"loops at lines {', '.join(map(str, lines))} run as one loop" for lines in fused]
+            + [f"loops at lines {lines[0]} and {lines[1]} stay two loops: {reason}" for lines, reason in kept_apart])
 
 
 def _launch_label(m: dict) -> str:
@@ -155,11 +160,8 @@ def _render(rep: dict) -> str:
                 else f" (per {rep['launches_counted_per']})"),
              f"  launch statements: {rep['launch_statements_before']} -> {rep['launch_statements_after']}",
              f"  distinct kernels: {rep['kernels_before']} -> {rep['kernels_after']}"]
-    for loops in rep.get("loops_fused", ()):
-        lines.append("  host loops at lines " + ", ".join(map(str, loops["lines"])) + " run as one loop")
-    for loops in rep.get("loops_kept_apart", ()):
-        lines.append(f"  host loops at lines {loops['lines'][0]} and {loops['lines'][1]} stay two loops: "
-                     f"{loops['reason']}")
+    lines += ["  host " + line for line in _loop_lines([f["lines"] for f in rep.get("loops_fused", ())],
+                                                     [(k["lines"], k["reason"]) for k in rep.get("loops_kept_apart", ())])]
     for g in rep["groups"]:
         lanes = " | ".join(" -> ".join(_launch_label(m) for m in lane) for lane in g["lanes"])
         lines.append(f"  {g['kernel']} (region {g['region']}, step {g['step']}): {g['arrangement']}, "

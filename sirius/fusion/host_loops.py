@@ -101,7 +101,7 @@ class LoopFusionPlan:
 def plan_loop_fusion(model: ProgramModel, uar: UAR) -> LoopFusionPlan:
     """The chains of sibling loops of the entry that may run as one loop, and why each other
     pair of consecutive sibling loops with launches stays two loops (see the module)."""
-    loops = _host_loops(model)
+    loops = _loops_with_launches(model)
     text = {}
     chains, refusals = [], []
     current: list[HostLoop] = []
@@ -162,7 +162,7 @@ def _close(current: list[HostLoop], chains: list[LoopChain]) -> None:
     current.clear()
 
 
-def _host_loops(model: ProgramModel) -> list[HostLoop]:
+def _loops_with_launches(model: ProgramModel) -> list[HostLoop]:
     """The entry's ``for`` loops that hold launches, in source order, with their models."""
     stmts = model.host.statements
     out = []
@@ -332,7 +332,7 @@ def _loop_problem(model: ProgramModel, loop: HostLoop) -> str | None:
     if src.body_declares_types:
         return (f"the body of the loop at line {line} declares more than variables (a type, an enumeration, an alias, a "
                 "using, a function): merged, it would change what the names of the bodies after it mean")
-    if src.body_range is None or not _braced(model, src):
+    if src.body_range is None or not _braced(src):
         return f"the body of the loop at line {line} is not in braces"
     if any(kind not in ("launch", "decl") for kind, _ in src.body):
         return (f"the body of the loop at line {line} holds other statements than launches and declarations "
@@ -358,7 +358,7 @@ def _loop_problem(model: ProgramModel, loop: HostLoop) -> str | None:
     return None
 
 
-def _braced(model: ProgramModel, src: ForLoop) -> bool:
+def _braced(src: ForLoop) -> bool:
     with open(src.range.file, "rb") as handle:
         handle.seek(src.body_range.start_offset)
         return handle.read(1) == b"{"
