@@ -339,27 +339,52 @@ def _blocks_between(first: Block, last: Block) -> set[Block]:
     return reach(first, lambda b: b.succs) & reach(last, lambda b: b.preds)
 
 
-def _arg_array_slots(array: Value, call: Instr, ev: Evaluator) -> dict[int, Value]:
+def _array_of_store(ins: Instr) -> Value | None:
+    """The array a ``store`` writes into: its address, or the base of a ``getelementptr``
+    address (a slot of a launch's ``void* args[]``)."""
+    if ins.opcode != "store":
+        return None
+    addr = ins.operands[1]
+    return addr.operands[0] if isinstance(addr, Instr) and addr.opcode == "getelementptr" else addr
+
+
+class ArrayStores:
+    """Every store of a function by the array it writes into (by block, in order), so that
+    the slots of each launch's argument array are found without scanning the function
+    again per launch (a straight-line model makes that quadratic)."""
+
+    def __init__(self, func: Function):
+        self.by_array: dict[int, dict[Block, list[Instr]]] = {}
+        for block in func.blocks:
+            for ins in block.instrs:
+                array = _array_of_store(ins)
+                if array is not None:
+                    self.by_array.setdefault(id(array), {}).setdefault(block, []).append(ins)
+
+    def of(self, array: Value) -> dict[Block, list[Instr]]:
+        return self.by_array.get(id(array), {})
+
+
+def _arg_array_slots(array: Value, call: Instr, ev: Evaluator, stores: ArrayStores) -> dict[int, Value]:
     """Index -> pointer stored in the launch's ``void* args[]`` array: the last store into
     each slot that reaches the call (its block, then its dominators: with exceptions on,
     the stores and the launch are split by the ``invoke`` of ``__cudaPopCallConfiguration``)."""
-    def into_array(ins: Instr) -> bool:
-        addr = ins.operands[1] if ins.opcode == "store" else None
-        return addr is array or isinstance(addr, Instr) and addr.opcode == "getelementptr" and addr.operands[0] is array
-
+    into = stores.of(array)
     slots: dict[int, Value] = {}
     block: Block | None = call.block
     limit: Instr | None = call
     dominators: set[Block] = set()
     while block is not None:
-        if dominators and any(into_array(ins) for b in _blocks_between(block, call.block) - dominators - {block}
-                              for ins in b.instrs):
+        # (the paths are looked for only when some block off the dominators stores: rare)
+        off_path = set(into) - dominators - {block}
+        if dominators and off_path and off_path & _blocks_between(block, call.block):
             break  # a store on some paths only: the slots it may change are not known
         dominators.add(block)
-        instrs = block.instrs
-        for ins in reversed(instrs[:instrs.index(limit)] if limit in instrs else instrs):
-            if not into_array(ins):
-                continue
+        mine = into.get(block, [])
+        if limit is not None and limit.block is block:
+            position = {id(ins): k for k, ins in enumerate(block.instrs)}
+            mine = [ins for ins in mine if position[id(ins)] < position[id(limit)]]
+        for ins in reversed(mine):
             addr = ins.operands[1]
             if addr is array:
                 slots.setdefault(0, ins.operands[0])
@@ -400,6 +425,7 @@ class _HostModelBuilder:
         self.descend, self.through = descend, through
         self.descents = [0]  # functions modelled at call sites so far, in the whole model
         self.ev = _HostEvaluator(self.func, self.layout, managed, loop_prefix="h")
+        self.array_stores = ArrayStores(self.func)
         self.alloc_names = alloc_names  # callable(line, ordinal) -> name | None
         self.kernel_of_stub = kernel_of_stub  # callable(stub name) -> kernel name | None
         self.allocations: list[Allocation] = []
@@ -722,7 +748,7 @@ class _HostModelBuilder:
             self.notes.append(f"launch at line {call.line}: launch configuration not found")
         stream = "default" if stream_v is None or (isinstance(stream_v, Const) and stream_v.value == 0) else "stream"
         if via_array:
-            slots = _arg_array_slots(call.operands[5], call, self.ev)
+            slots = _arg_array_slots(call.operands[5], call, self.ev, self.array_stores)
             args = []
             for i in range(len(slots)):
                 args.append(self._held_value(slots.get(i), call))

@@ -9,6 +9,8 @@ After lowering, nothing downstream reads those decisions from the schedule again
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import islpy as isl
 
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
@@ -35,6 +37,9 @@ def _params(inst: LaunchInstance, decl) -> tuple[FusedParam, ...]:
     return tuple(out)
 
 
+# a pure function of the map's text, and isl's AST build is slow: every arrangement and
+# pass selection of one program lowers the same fragments again
+@lru_cache(maxsize=4096)
 def reindexing(sigma_text: str) -> Reindexing:
     """The re-indexing of a fragment as C (``Reindexing``), from the isl map anchor ->
     instance: an isl AST of the map's domain and of each coordinate of its image."""
