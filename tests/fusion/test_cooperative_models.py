@@ -21,6 +21,7 @@ pytestmark = pytest.mark.toolchain
 
 ROOT = Path(__file__).resolve().parents[2]
 SIRIUS = str(Path(sys.executable).parent / "sirius")
+# (the front end's compile of these six at the small size is tests/test_model_corpus.py's clang check)
 MODELS = ["bert_fp32", "lstm", "resnext", "nasnet", "seq2seq", "deepspeech2"] + (
     ["bert_fp16"] if os.environ.get("SIRIUS_SLOW_TESTS") == "1" else [])
 

@@ -77,6 +77,7 @@ def test_every_report_follows_the_schema(name):
 
 
 # bert_fp16 is bert_fp32's graph in half precision; clang needs minutes on its half operators
+# (the front end's compile of these six at full size is tests/test_model_corpus.py's clang check)
 MODELS = sorted(p.name for p in (ROOT / "cuda_inputs" / "models").glob("*.cu") if p.name != "bert_fp16.cu")
 
 
