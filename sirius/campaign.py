@@ -166,13 +166,15 @@ class ResultCache:
 
 
 OnResult = Callable[[int, Task, Any, bool], None]  # (index, task, result, from the cache)
+OnStart = Callable[[Task], None]  # a task about to run in this process (progress names it)
 
 
 def run_tasks(tasks: Sequence[Task], engine: Engine = Engine(), cache: ResultCache | None = None,
-              on_result: OnResult | None = None) -> list[Any]:
-    """Every task's result, in the order of ``tasks``; ``on_result`` as each arrives."""
+              on_result: OnResult | None = None, on_start: OnStart | None = None) -> list[Any]:
+    """Every task's result, in the order of ``tasks``; ``on_result`` as each arrives,
+    ``on_start`` before each task run in this process (on Dask several run at once)."""
     with Session(engine, gpu=any(t.gpu for t in tasks)) as session:
-        return session.run(tasks, cache, on_result)
+        return session.run(tasks, cache, on_result, on_start)
 
 
 class Session:
@@ -208,8 +210,9 @@ class Session:
         return self._client
 
     def run(self, tasks: Sequence[Task], cache: ResultCache | None = None,
-            on_result: OnResult | None = None) -> list[Any]:
-        """Every task's result, in the order of ``tasks``; ``on_result`` as each arrives."""
+            on_result: OnResult | None = None, on_start: OnStart | None = None) -> list[Any]:
+        """Every task's result, in the order of ``tasks``; ``on_result`` as each arrives,
+        ``on_start`` before each task run in this process."""
         if any(t.gpu for t in tasks) and not self.gpu:
             raise ValueError("a task needs a GPU and the session was opened with gpu=False")
         results: list[Any] = [None] * len(tasks)
@@ -237,6 +240,8 @@ class Session:
         todo = [tasks[indices[0]] for indices in waiting.values()]
         if not self.engine.uses_dask:
             for task in todo:
+                if on_start:
+                    on_start(task)
                 arrived(task.key, task.function(*task.args))
         else:
             _run_on_dask(todo, self._dask_client(), arrived)

@@ -46,6 +46,18 @@ def test_two_local_workers_give_the_results_of_one_process(tmp_path):
     assert all(probe.runs(str(tmp_path / "log"), f"square-{n}") == 2 for n in range(6))
 
 
+def test_each_task_run_in_this_process_is_announced_before_its_result(tmp_path):
+    """(progress names what is being worked on, not what finished last; a cached task is
+    not run, so not announced)"""
+    log, cache = tmp_path / "log", ResultCache(tmp_path / "cache")
+    tasks = _squares(log, 4)
+    run_tasks(tasks[:1], Engine(workers=1), cache)
+    events: list[str] = []
+    run_tasks(tasks, Engine(workers=1), cache, on_result=lambda i, task, result, cached: events.append(f"done {i}"),
+              on_start=lambda task: events.append(f"start {task.label}"))
+    assert events == ["done 0", "start square 1", "done 1", "start square 2", "done 2", "start square 3", "done 3"]
+
+
 def test_tasks_that_need_a_gpu_run_on_the_worker_declaring_one(tmp_path):
     tasks = [Task(task_key("gpu", n), probe.worker_resources, (), f"gpu {n}", gpu=True) for n in range(3)]
     tasks.append(Task(task_key("cpu"), probe.worker_resources, (), "cpu"))

@@ -396,7 +396,9 @@ class _Experiment:
                     done(f"{row.program} {row.policy}", line)
 
             cache = ResultCache(self.out / TASKS_FOLDER, read=not self.args.fresh)
-            results = run_tasks(tasks, self.engine, cache, arrived)
+            # the bar names the program being worked on (in this process; on Dask the last result)
+            results = run_tasks(tasks, self.engine, cache, arrived,
+                                on_start=lambda task: done(f"{task.label} ...", advance=0))
         for program, task, result in zip(self.programs, tasks, results):
             self.rows += [Row(**row) for row in result["rows"]]
             self.notes += result["notes"]
