@@ -46,7 +46,8 @@ LAUNCH = re.compile(r"^\s*(\w+)<<<", re.M)
 # clang compiles (model, config) left to SIRIUS_SLOW_TESTS=1, see the docstring
 SLOW_CLANG = {("bert_fp16", "full")}
 SLOW = os.environ.get("SIRIUS_SLOW_TESTS") == "1"
-# what the front end compiles in the optimizer's tests (the same clang flags; see the docstring)
+# what the front end compiles in the optimizer's tests (this test's clang flags, plus line tables and
+# the managed-variable header; see the docstring)
 FRONT_END_COMPILES = {(name, config) for name in NAMES if name != "bert_fp16" for config in CONFIGS}
 CLANG_HERE = [(name, config) for name in NAMES for config in CONFIGS if (name, config) not in FRONT_END_COMPILES]
 
