@@ -20,7 +20,9 @@ from sirius.core.errors import SiriusError
 COMMANDS = ("analyze", "optimize", "run", "verify", "check", "bench", "tune", "experiment")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every subcommand, or of ``only`` (the one a command line names: the
+    other commands' modules, and the optimizer they import, are then not loaded)."""
     parser = argparse.ArgumentParser(
         prog="sirius",
         description="Whole-program optimizer for CUDA programs: analyzes kernel "
@@ -30,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"sirius {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
+    for name in COMMANDS if only is None else (only,):
         module = importlib.import_module(f"sirius.commands.{name}")
         p = sub.add_parser(name, help=module.HELP, description=module.__doc__,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -64,8 +66,9 @@ def _normalize(argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
     own, program_args = _normalize(list(sys.argv[1:] if argv is None else argv))
+    named = next((word for word in own if not word.startswith("-")), None)
+    parser = build_parser(named if named in COMMANDS else None)
     args, unknown = parser.parse_known_args(own)
     if not getattr(args, "_execute", None):
         parser.print_help()

@@ -37,19 +37,25 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
 
 
-_made_cache: str | None = None
+_made_folders: list[str] = []
 
 
 def pytest_configure(config):
-    """The controller (or a run without workers) makes the cache folder; workers, started
-    after, inherit the variable."""
-    global _made_cache
+    """The controller (or a run without workers) makes the cache folders; workers, started
+    after, inherit the variables. Where the environment asks Python not to write bytecode
+    (``PYTHONDONTWRITEBYTECODE``), the run's processes write it to a folder of the run's
+    (``PYTHONPYCACHEPREFIX``) instead: the suite starts some hundreds of ``sirius`` processes,
+    and each would compile the package's modules again (a quarter of a CPU-second each)."""
     os.environ.setdefault("SIRIUS_VERIFY_EACH", "1")
     if not os.environ.get("SIRIUS_FRONTEND_CACHE"):
-        _made_cache = tempfile.mkdtemp(prefix="sirius-frontend-cache-")
-        os.environ["SIRIUS_FRONTEND_CACHE"] = _made_cache
+        _made_folders.append(tempfile.mkdtemp(prefix="sirius-frontend-cache-"))
+        os.environ["SIRIUS_FRONTEND_CACHE"] = _made_folders[-1]
+    if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
+        _made_folders.append(tempfile.mkdtemp(prefix="sirius-bytecode-"))
+        os.environ["PYTHONPYCACHEPREFIX"] = _made_folders[-1]
+        del os.environ["PYTHONDONTWRITEBYTECODE"]
 
 
 def pytest_unconfigure(config):
-    if _made_cache is not None:
-        shutil.rmtree(_made_cache, ignore_errors=True)
+    for folder in _made_folders:
+        shutil.rmtree(folder, ignore_errors=True)

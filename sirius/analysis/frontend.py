@@ -10,11 +10,13 @@ clang's own diagnostics (file:line) in the message.
 from __future__ import annotations
 
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TypeVar
 
 from sirius.analysis.managed_variables import MANAGED_HEADER
+from sirius.analysis.preamble import forget, pch_failure, preamble_args
 from sirius.core.config import CompileFlags, Toolchain
 from sirius.core.errors import InputError, SiriusError
 
@@ -40,10 +42,15 @@ class CompileJob:
         args += ["-include", str(MANAGED_HEADER)]
         return args
 
-    def clang_command(self, side: str) -> list[str]:
+    def compile_options(self, side: str) -> list[str]:
+        """clang's options for the IR of one side, without the input and the output."""
         assert side in ("device", "host")
-        return [self.toolchain.clang, *self.common_args(), "-O1", "-gline-tables-only",
-                "-S", "-emit-llvm", f"--cuda-{side}-only", str(self.path), "-o", "-"]
+        return [*self.common_args(), "-O1", "-gline-tables-only", f"--cuda-{side}-only"]
+
+    def clang_command(self, side: str, preamble: tuple[str, ...] = ()) -> list[str]:
+        """The compile of one side to IR (``preamble``: the headers from a precompiled one)."""
+        return [self.toolchain.clang, *self.compile_options(side), *preamble, "-S", "-emit-llvm",
+                str(self.path), "-o", "-"]
 
     def libclang_args(self) -> list[str]:
         return [*self.common_args(), "--cuda-host-only", "-resource-dir", self.toolchain.clang_resource_dir]
@@ -57,16 +64,19 @@ class CompiledProgram:
     host_ir: str
 
 
-def _start_clang(job: CompileJob, side: str) -> subprocess.Popen:
-    cmd = job.clang_command(side)
+def _start_clang(job: CompileJob, side: str, preamble: tuple[str, ...] = ()) -> subprocess.Popen:
+    cmd = job.clang_command(side, preamble)
     try:
         return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     except OSError as err:
         raise SiriusError(f"error: cannot run {cmd[0]}: {err}") from None
 
 
-def _finish_clang(job: CompileJob, side: str, proc: subprocess.Popen) -> str:
+def _finish_clang(job: CompileJob, side: str, proc: subprocess.Popen, preamble: tuple[str, ...] = ()) -> str:
     out, err = proc.communicate()
+    if proc.returncode != 0 and pch_failure(err, list(preamble)):  # a header changed since it was built
+        forget(list(preamble))
+        return _finish_clang(job, side, _start_clang(job, side))
     if proc.returncode != 0:
         diags = "\n".join(ln for ln in err.splitlines()
                           if "CUDA version" not in ln and "-Wunknown-cuda-version" not in ln)
@@ -74,6 +84,11 @@ def _finish_clang(job: CompileJob, side: str, proc: subprocess.Popen) -> str:
         raise InputError(f"error: {job.path} does not compile ({side} side):\n{diags.strip()}"
                          + (f"\n{hint}" if hint else ""))
     return out
+
+
+def _compile_side(job: CompileJob, side: str) -> str:
+    preamble = tuple(preamble_args(job, side))
+    return _finish_clang(job, side, _start_clang(job, side, preamble), preamble)
 
 
 def _macro_collision(diagnostics: str) -> str | None:
@@ -102,16 +117,10 @@ def compile_program(job: CompileJob, while_compiling: Callable[[], T] | None = N
     if not path.is_file():
         raise InputError(f"error: not a file: {path}")
     source = path.read_text(errors="replace")
-    device = _start_clang(job, "device")
-    host = _start_clang(job, "host")
-    try:
+    # each side loads its headers from a precompiled preamble (built here on first use)
+    with ThreadPoolExecutor(max_workers=2) as sides:
+        device = sides.submit(_compile_side, job, "device")
+        host = sides.submit(_compile_side, job, "host")
         extra = while_compiling() if while_compiling is not None else None
-    except BaseException:
-        device.kill()
-        host.kill()
-        device.communicate()
-        host.communicate()
-        raise
-    device_ir = _finish_clang(job, "device", device)
-    host_ir = _finish_clang(job, "host", host)
+        device_ir, host_ir = device.result(), host.result()
     return CompiledProgram(job, source, device_ir, host_ir), extra

@@ -43,6 +43,7 @@ from enum import Enum
 import clang.cindex as ci
 
 from sirius.analysis.clang_constants import integer_constant
+from sirius.analysis.cursors import cursor_children, cursor_preorder
 
 _K = ci.CursorKind
 
@@ -127,7 +128,7 @@ def program_ends(tu: ci.TranslationUnit) -> ProgramEnds:
     callees: set[int] = set()  # offsets of the names of registering functions that calls call
 
     def visit(cursor: ci.Cursor, in_main: bool) -> None:
-        for c in cursor.get_children():
+        for c in cursor_children(cursor):
             location = c.location  # (one look-up: each property of a cursor asks clang again)
             if location.is_in_system_header or location.file is None:
                 continue
@@ -170,7 +171,7 @@ def endings(node: ci.Cursor, ends: ProgramEnds) -> frozenset[Ending]:
     """How evaluating ``node`` (an expression or declaration, with what it calls) may leave
     the program early; a call of a kernel (a launch) does not."""
     out: set[Ending] = set()
-    for d in node.walk_preorder():
+    for d in cursor_preorder(node):
         if d.kind == _K.CXX_THROW_EXPR or d.kind == _K.CXX_NEW_EXPR:
             out.add(Ending.THROW)  # new: std::bad_alloc
         elif d.kind == _K.CALL_EXPR:
@@ -189,7 +190,7 @@ def endings(node: ci.Cursor, ends: ProgramEnds) -> frozenset[Ending]:
                 declaration = record.get_declaration()
                 if d.kind in _MAKING_OBJECTS:
                     out |= _destructor_endings(declaration, ends)
-                for member in declaration.get_children():
+                for member in cursor_children(declaration):
                     if member.kind == _K.CXX_METHOD and member.spelling == "operator()":
                         out |= function_endings(member, ends)
     return frozenset(out)
@@ -207,7 +208,7 @@ def _destructor_endings(record: ci.Cursor | None, ends: ProgramEnds, depth: int 
     if record is None or record.location.is_in_system_header or depth > 4:
         return frozenset()
     out: set[Ending] = set()
-    for member in record.get_children():
+    for member in cursor_children(record):
         if member.kind == _K.DESTRUCTOR and not member.is_default_method():
             out |= function_endings(member, ends)
         elif member.kind in (_K.FIELD_DECL, _K.CXX_BASE_SPECIFIER):
@@ -230,7 +231,7 @@ def function_endings(function: ci.Cursor, ends: ProgramEnds) -> frozenset[Ending
 
 def _function_endings(function: ci.Cursor, ends: ProgramEnds) -> frozenset[Ending]:
     name = function.spelling
-    if any(ch.kind == _K.CUDAGLOBAL_ATTR for ch in function.get_children()):
+    if any(ch.kind == _K.CUDAGLOBAL_ATTR for ch in cursor_children(function)):
         return frozenset()  # a launch
     if function.location.is_in_system_header:
         if name in _LEAVING:
@@ -243,7 +244,7 @@ def _function_endings(function: ci.Cursor, ends: ProgramEnds) -> frozenset[Endin
     definition = function.get_definition()
     if definition is None:
         return ALL_ENDINGS  # defined elsewhere: anything
-    body = [ch for ch in definition.get_children() if ch.kind == _K.COMPOUND_STMT or ch.kind.is_expression()]
+    body = [ch for ch in cursor_children(definition) if ch.kind == _K.COMPOUND_STMT or ch.kind.is_expression()]
     out: set[Ending] = set()
     for part in body:
         out |= endings(part, ends)
@@ -265,7 +266,7 @@ def _cuda_header(function: ci.Cursor) -> bool:
 
 
 def _device_only(function: ci.Cursor) -> bool:
-    attrs = {ch.kind for ch in function.get_children()}
+    attrs = {ch.kind for ch in cursor_children(function)}
     return (_K.CUDAGLOBAL_ATTR in attrs or _K.CUDADEVICE_ATTR in attrs) and _K.CUDAHOST_ATTR not in attrs
 
 
@@ -305,7 +306,7 @@ def _only_frees_host_memory(t: ci.Type, depth: int = 0, argument: bool = False) 
         arguments = (t.get_template_argument_type(i) for i in range(max(t.get_num_template_arguments(), 0)))
         return all(_only_frees_host_memory(a, depth + 1, argument=True) for a in arguments
                    if a.kind != ci.TypeKind.INVALID)
-    for member in decl.get_children():
+    for member in cursor_children(decl):
         if member.kind == _K.DESTRUCTOR and not member.is_default_method():
             return False
         if member.kind == _K.CXX_METHOD and member.spelling == "operator()" and argument:
@@ -320,7 +321,7 @@ def _closure_only_frees_host_memory(closure: ci.Cursor, depth: int) -> bool:
     """A lambda's closure holds copies of (or references to) the enclosing function's
     variables its body names: destroying it runs no code of the program's when each of
     them only frees host memory."""
-    for d in closure.walk_preorder():
+    for d in cursor_preorder(closure):
         target = d.referenced if d.kind == _K.DECL_REF_EXPR else None
         if target is not None and target.kind in (_K.VAR_DECL, _K.PARM_DECL) \
                 and target.semantic_parent is not None and target.semantic_parent.kind in _FUNCTIONS \
@@ -331,9 +332,9 @@ def _closure_only_frees_host_memory(closure: ci.Cursor, depth: int) -> bool:
 
 def _callee_name(call: ci.Cursor) -> ci.Cursor:
     """The name a call is made through (under the implicit conversion to a pointer)."""
-    node = next(iter(call.get_children()), call)
+    node = next(iter(cursor_children(call)), call)
     while node.kind == _K.UNEXPOSED_EXPR:
-        inner = next(iter(node.get_children()), None)
+        inner = next(iter(cursor_children(node)), None)
         if inner is None:
             break
         node = inner
@@ -357,17 +358,17 @@ def _handled_signal_endings(call: ci.Cursor | None) -> tuple[Ending, ...]:
 def _has_attribute(declaration: ci.Cursor, name: str) -> bool:
     """``declaration`` carries ``__attribute__((name...))`` (libclang leaves it unexposed)."""
     return any(ch.kind == _K.UNEXPOSED_ATTR and next((t.spelling for t in ch.get_tokens()), "") == name
-               for ch in declaration.get_children())
+               for ch in cursor_children(declaration))
 
 
 def may_trap(node: ci.Cursor) -> bool:
     """Evaluating ``node`` may fault: it calls a function (not a kernel: a launch), or
     divides, or reads through a pointer (``*p``, ``p[i]``, ``p->f``)."""
-    for d in node.walk_preorder():
+    for d in cursor_preorder(node):
         kind = d.kind
         if kind == _K.CALL_EXPR:
             callee = d.referenced
-            if callee is None or not (any(ch.kind == _K.CUDAGLOBAL_ATTR for ch in callee.get_children())
+            if callee is None or not (any(ch.kind == _K.CUDAGLOBAL_ATTR for ch in cursor_children(callee))
                                       or callee.spelling == "__cudaPushCallConfiguration"
                                       or callee.kind == _K.CONSTRUCTOR and callee.location.is_in_system_header
                                       and _cuda_header(callee)):
@@ -389,7 +390,7 @@ def _operator(node: ci.Cursor) -> str:
         return ""
     if node.kind == _K.UNARY_OPERATOR:
         return tokens[0]
-    first = next(iter(node.get_children()), None)
+    first = next(iter(cursor_children(node)), None)
     at = len(list(first.get_tokens())) if first is not None else 0
     return tokens[at] if at < len(tokens) else ""
 
@@ -407,7 +408,7 @@ def quiet_noreturn(function: ci.Cursor | None, depth: int = 0) -> bool:
 
 
 def _sees_no_device_memory(definition: ci.Cursor, depth: int) -> bool:
-    for d in definition.walk_preorder():
+    for d in cursor_preorder(definition):
         kind = d.kind
         if kind == _K.CALL_EXPR:
             callee = d.referenced

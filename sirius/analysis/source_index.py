@@ -21,6 +21,8 @@ import clang.cindex as ci
 from sirius.analysis.frontend import CompileJob
 from sirius.analysis.program_ends import EndObserver, ProgramEnds, program_ends
 from sirius.analysis.statement_flow import Flow, statement_flow
+from sirius.analysis.cursors import cursor_children, cursor_preorder
+from sirius.analysis.preamble import parse_with_preamble
 
 
 @dataclass(frozen=True)
@@ -300,14 +302,14 @@ def _allocated_variable(source: bytes, cursor) -> str | None:
     while node is not None and node.kind != ci.CursorKind.ARRAY_SUBSCRIPT_EXPR:
         if node.kind == ci.CursorKind.DECL_REF_EXPR or node.kind == ci.CursorKind.MEMBER_REF_EXPR:
             break
-        node = next(iter(node.get_children()), None)
+        node = next(iter(cursor_children(node)), None)
     if node is not None and node.kind == ci.CursorKind.ARRAY_SUBSCRIPT_EXPR:
         return re.sub(r"\s+", "", _text(source, node))
     return _referenced_variable(cursor)
 
 
 def _referenced_variable(cursor) -> str | None:
-    for node in cursor.walk_preorder():
+    for node in cursor_preorder(cursor):
         if node.kind == ci.CursorKind.DECL_REF_EXPR:
             return node.spelling
         if node.kind == ci.CursorKind.MEMBER_REF_EXPR:
@@ -346,7 +348,7 @@ def _called_code(callee) -> list:
     if definition is not None and definition != callee:
         parts.append(definition)
     if callee.kind == ci.CursorKind.CONSTRUCTOR and callee.semantic_parent is not None:
-        parts += [f for f in callee.semantic_parent.get_children() if f.kind == ci.CursorKind.FIELD_DECL]
+        parts += [f for f in cursor_children(callee.semantic_parent) if f.kind == ci.CursorKind.FIELD_DECL]
     return parts
 
 
@@ -357,7 +359,7 @@ def _program_functions(tu) -> dict[str, list]:
     """The functions the program's own files define or declare, by name (for calls a template
     leaves unresolved until it is instantiated)."""
     table: dict[str, list] = {}
-    work = list(tu.cursor.get_children())
+    work = list(cursor_children(tu.cursor))
     while work:
         c = work.pop()
         location = c.location
@@ -367,14 +369,14 @@ def _program_functions(tu) -> dict[str, list]:
             table.setdefault(c.spelling, []).append(c)
         elif c.kind in (ci.CursorKind.NAMESPACE, ci.CursorKind.STRUCT_DECL, ci.CursorKind.CLASS_DECL,
                         ci.CursorKind.LINKAGE_SPEC, ci.CursorKind.CLASS_TEMPLATE):
-            work.extend(c.get_children())
+            work.extend(cursor_children(c))
     return table
 
 
 def _callees(body):
     """Each function ``body`` calls or names, with the call: resolved calls, and in a template
     a call its arguments leave unresolved (every function of the program of that name)."""
-    for node in body.walk_preorder():
+    for node in cursor_preorder(body):
         if node.kind == ci.CursorKind.CALL_EXPR and node.referenced is not None:
             yield node.referenced
         elif node.kind == ci.CursorKind.OVERLOADED_DECL_REF or (node.kind == ci.CursorKind.CALL_EXPR
@@ -403,7 +405,7 @@ def _callees_reading_indices(body) -> set[str]:
     initializers (a ``ThreadCtx t;`` constructed in the kernel). Each runs outside the
     fragment's text, where its own indices are the fused kernel's."""
     return {callee.spelling for callee, part in _reached_code(body)
-            if any(n.kind == ci.CursorKind.DECL_REF_EXPR and n.spelling in _INDEX_BUILTINS for n in part.walk_preorder())}
+            if any(n.kind == ci.CursorKind.DECL_REF_EXPR and n.spelling in _INDEX_BUILTINS for n in cursor_preorder(part))}
 
 
 def _callee_naming_its_caller(body) -> str | None:
@@ -411,12 +413,12 @@ def _callee_naming_its_caller(body) -> str | None:
     function it is called from (``__builtin_FUNCTION()``, ``source_location::current()``):
     in a fragment that is the fragment."""
     return next((callee.spelling for callee, part in _reached_code(body)
-                 for param in part.get_children() if param.kind == ci.CursorKind.PARM_DECL
+                 for param in cursor_children(part) if param.kind == ci.CursorKind.PARM_DECL
                  and any(t.spelling in ("__builtin_FUNCTION", "source_location") for t in param.get_tokens())), None)
 
 
 def _is_launch(c) -> bool:
-    children = list(c.get_children())
+    children = list(cursor_children(c))
     return (c.kind == ci.CursorKind.CALL_EXPR and len(children) >= 2
             and children[1].kind == ci.CursorKind.CALL_EXPR and children[1].spelling == "__cudaPushCallConfiguration")
 
@@ -438,7 +440,7 @@ def _changes_only(node, variables: frozenset[str], changing_macros: frozenset[st
     """``node`` (clang's AST) changes nothing but ``variables``: no call, ``new``/``delete``,
     and assignments, increments and decrements only of those variables (named directly);
     no macro of ``changing_macros`` in its text."""
-    for n in node.walk_preorder():
+    for n in cursor_preorder(node):
         kind = n.kind
         if kind == ci.CursorKind.CALL_EXPR and n.spelling or kind in _EFFECT_NODES[1:]:
             return False
@@ -446,14 +448,14 @@ def _changes_only(node, variables: frozenset[str], changing_macros: frozenset[st
         if kind == ci.CursorKind.UNARY_OPERATOR:
             changes = any(t.spelling in ("++", "--") for t in n.get_tokens())
         if kind == ci.CursorKind.BINARY_OPERATOR:
-            children = list(n.get_children())
+            children = list(cursor_children(n))
             tokens = [t.spelling for t in n.get_tokens()]
             at = len(list(children[0].get_tokens())) if children else 0
             # the operator follows its left operand's tokens (inside a macro's expansion the
             # node's tokens are the macro's use: the macro's definition decides below)
             changes = at < len(tokens) and tokens[at] == "="
         if changes:
-            target = next(iter(n.get_children()), None)
+            target = next(iter(cursor_children(n)), None)
             if target is None or target.kind != ci.CursorKind.DECL_REF_EXPR or target.spelling not in variables:
                 return False
     # (a node a macro wrote has the tokens of the macro's definition: ``scan`` off, the
@@ -465,7 +467,7 @@ def _changing_macros(tu) -> frozenset[str]:
     """The program's macros whose expansion (through other macros too) assigns,
     increments or decrements something, or calls a function."""
     bodies: dict[str, list] = {}
-    for c in tu.cursor.get_children():
+    for c in cursor_children(tu.cursor):
         if c.kind == ci.CursorKind.MACRO_DEFINITION:
             location = c.location
             if not location.is_in_system_header and location.file is not None:
@@ -488,16 +490,16 @@ def _changing_macros(tu) -> frozenset[str]:
 
 
 def _loop_iterator(for_stmt) -> str | None:
-    init = next(iter(for_stmt.get_children()), None)
+    init = next(iter(cursor_children(for_stmt)), None)
     if init is None or init.kind != ci.CursorKind.DECL_STMT:
         return None
-    names = [v.spelling for v in init.get_children() if v.kind == ci.CursorKind.VAR_DECL]
+    names = [v.spelling for v in cursor_children(init) if v.kind == ci.CursorKind.VAR_DECL]
     return names[0] if len(names) == 1 else None
 
 
 def _loop_step(for_stmt, iterator: str | None) -> str | None:
     """The increment of ``for (init; cond; inc)`` as a signed step (see ``ForLoop.step``)."""
-    children = list(for_stmt.get_children())
+    children = list(cursor_children(for_stmt))
     if iterator is None or len(children) != 4:  # init, condition, increment and body, all written
         return None
     tokens = [t.spelling for t in children[2].get_tokens()]
@@ -512,7 +514,7 @@ def _loop_step(for_stmt, iterator: str | None) -> str | None:
 
 
 def _header_text(for_stmt, iterator: str | None) -> str | None:
-    children = list(for_stmt.get_children())
+    children = list(cursor_children(for_stmt))
     if iterator is None or len(children) != 4:
         return None
     tokens = [t.spelling for t in for_stmt.get_tokens()]
@@ -524,32 +526,32 @@ def _header_text(for_stmt, iterator: str | None) -> str | None:
 
 
 def _names_in(node) -> frozenset[str]:
-    referred = {n.spelling for n in node.walk_preorder() if n.kind == ci.CursorKind.DECL_REF_EXPR}
+    referred = {n.spelling for n in cursor_preorder(node) if n.kind == ci.CursorKind.DECL_REF_EXPR}
     written = {t.spelling for t in node.get_tokens() if t.kind == ci.TokenKind.IDENTIFIER}
     return frozenset(referred | written)
 
 
 def _declarations_in(body) -> tuple[frozenset[str], bool]:
     """The variables the statements of ``body`` declare, and whether they declare anything else."""
-    stmts = body.get_children() if body.kind == ci.CursorKind.COMPOUND_STMT else ()
-    declared = [d for st in stmts if st.kind == ci.CursorKind.DECL_STMT for d in st.get_children()]
+    stmts = cursor_children(body) if body.kind == ci.CursorKind.COMPOUND_STMT else ()
+    declared = [d for st in stmts if st.kind == ci.CursorKind.DECL_STMT for d in cursor_children(st)]
     variables = frozenset(d.spelling for d in declared if d.kind == ci.CursorKind.VAR_DECL)
     return variables, any(d.kind != ci.CursorKind.VAR_DECL for d in declared)
 
 
 def _loop_body(for_stmt, changing_macros: frozenset[str]) -> tuple[tuple[str, SourceRange], ...]:
-    children = list(for_stmt.get_children())
+    children = list(cursor_children(for_stmt))
     body = children[-1] if children else None
     if body is None:
         return ()
-    stmts = list(body.get_children()) if body.kind == ci.CursorKind.COMPOUND_STMT else [body]
+    stmts = list(cursor_children(body)) if body.kind == ci.CursorKind.COMPOUND_STMT else [body]
     out = []
     for st in stmts:
         if st.kind == ci.CursorKind.DECL_STMT:
             out.append(("decl" if _pure_declaration(st, changing_macros) else "other", _range(st)))
         elif _is_launch(st):
             # its arguments are evaluated twice too (the waves' check, then the loop as written)
-            args = list(st.get_children())[2:] if st.kind == ci.CursorKind.CALL_EXPR else [st]
+            args = list(cursor_children(st))[2:] if st.kind == ci.CursorKind.CALL_EXPR else [st]
             tokens = [t.spelling for t in st.get_tokens()]
             written = tokens[tokens.index(">>>") + 1:] if ">>>" in tokens else tokens
             pure = all(_changes_only(a, frozenset(), changing_macros, scan=False) for a in args) \
@@ -591,7 +593,7 @@ def _is_program_entry(function) -> bool:
 
 
 def _is_kernel(c) -> bool:
-    return any(ch.kind == ci.CursorKind.CUDAGLOBAL_ATTR for ch in c.get_children())
+    return any(ch.kind == ci.CursorKind.CUDAGLOBAL_ATTR for ch in cursor_children(c))
 
 
 UNKNOWN_ALIGNMENT = 1 << 30  # a requested alignment that is not a number: more than any pool gives
@@ -615,7 +617,7 @@ def _fixed_size(node) -> bool:
     """Whether the variable's element type and extents are the same in every build: no
     type the program itself declares (a system header's, such as ``__half``, is fixed) and
     no named constant in an extent (a macro expands to its literal)."""
-    for n in node.walk_preorder():
+    for n in cursor_preorder(node):
         if n is node:
             continue
         if n.kind == ci.CursorKind.DECL_REF_EXPR:
@@ -633,22 +635,22 @@ def _shared_decls(body, source: bytes) -> tuple[tuple[SharedDecl, ...], bool]:
     that is not a fixed-size array or a scalar, inside a lambda or a local class)."""
     out, other = [], False
     origin = body.extent.start.offset
-    nested = [(n.extent.start.offset, n.extent.end.offset) for n in body.walk_preorder() if n.kind in _NESTED_FUNCTIONS]
-    for node in body.walk_preorder():
+    nested = [(n.extent.start.offset, n.extent.end.offset) for n in cursor_preorder(body) if n.kind in _NESTED_FUNCTIONS]
+    for node in cursor_preorder(body):
         if node.kind != ci.CursorKind.VAR_DECL or \
-                not any(ch.kind == ci.CursorKind.CUDASHARED_ATTR for ch in node.get_children()):
+                not any(ch.kind == ci.CursorKind.CUDASHARED_ATTR for ch in cursor_children(node)):
             continue
         if any(a <= node.extent.start.offset < b for a, b in nested):
             other = True
             continue
-        stmt = next((st for st in body.walk_preorder() if st.kind == ci.CursorKind.DECL_STMT
+        stmt = next((st for st in cursor_preorder(body) if st.kind == ci.CursorKind.DECL_STMT
                      and st.extent.start.offset <= node.extent.start.offset
                      and node.extent.end.offset <= st.extent.end.offset), None)
         t, dims = node.type, []
         while t.kind == ci.TypeKind.CONSTANTARRAY:
             dims.append(t.get_array_size())
             t = t.get_array_element_type()
-        single = stmt is not None and sum(1 for ch in stmt.get_children() if ch.kind == ci.CursorKind.VAR_DECL) == 1
+        single = stmt is not None and sum(1 for ch in cursor_children(stmt) if ch.kind == ci.CursorKind.VAR_DECL) == 1
         if not single or node.storage_class == ci.StorageClass.EXTERN or t.kind == ci.TypeKind.INCOMPLETEARRAY \
                 or node.type.get_size() <= 0 or t.is_const_qualified():
             other = True
@@ -666,7 +668,7 @@ def _shared_decls(body, source: bytes) -> tuple[tuple[SharedDecl, ...], bool]:
 def _kernel_decl(c, source: bytes, main_file: str, **instance) -> KernelDecl:
     """The definition ``c`` of a kernel (a kernel template's, with ``instance`` naming the
     instance: its stub, parameters and template arguments)."""
-    body = next((ch for ch in c.get_children() if ch.kind == ci.CursorKind.COMPOUND_STMT), None)
+    body = next((ch for ch in cursor_children(c) if ch.kind == ci.CursorKind.COMPOUND_STMT), None)
     namespaces = _namespaces(c)
     params = instance.pop("params", None)
     if params is None:
@@ -719,7 +721,7 @@ def _kernel_unwritable(c, source: bytes, body, body_text: str) -> str | None:
 def _template_instance(pattern, instance, source: bytes, main_file: str) -> KernelDecl:
     """The kernel template instance ``instance`` (a function specialization cursor), written
     as the template ``pattern`` with explicit arguments."""
-    tparams = [p for p in pattern.get_children() if p.kind in _TEMPLATE_PARAMS]
+    tparams = [p for p in cursor_children(pattern) if p.kind in _TEMPLATE_PARAMS]
     texts = [_text(source, p) for p in tparams]
     problem = None
     if any(p.kind == ci.CursorKind.TEMPLATE_TEMPLATE_PARAMETER for p in tparams) or any("..." in t for t in texts):
@@ -786,7 +788,7 @@ def _index_macros(tu, defines: tuple[str, ...], out: SourceIndex, source: str) -
             out.function_like_macros.add(bare)
     out.redefined_macros = set(re.findall(r"^[ \t]*#[ \t]*undef[ \t]+(\w+)", source, re.M))
     out.redefined_macros |= set(re.findall(r"push_macro[ \t]*\([ \t]*\"(\w+)\"", source))
-    for c in tu.cursor.get_children():
+    for c in cursor_children(tu.cursor):
         kind = c.kind
         if kind != ci.CursorKind.MACRO_DEFINITION and kind != ci.CursorKind.MACRO_INSTANTIATION:
             continue
@@ -819,7 +821,7 @@ def _include_points(tu, main_file: str, source: bytes) -> dict[str, int]:
         if inc.source is not None and inc.include is not None:
             parent.setdefault(str(inc.include), (str(inc.source), inc.location.offset))
     # where each #include of the main file ends (a comment after it may go on over lines)
-    directives = [(c.extent.start.offset, c.extent.end.offset) for c in tu.cursor.get_children()
+    directives = [(c.extent.start.offset, c.extent.end.offset) for c in cursor_children(tu.cursor)
                   if c.kind == ci.CursorKind.INCLUSION_DIRECTIVE and c.location.file is not None
                   and str(c.location.file) == main_file]
     points: dict[str, int] = {}
@@ -873,7 +875,7 @@ def _context_macros(tu) -> frozenset[str]:
     something that means something else where a file's text is read from
     (``_CONTEXT_NAMES``): used in a copy, they would expand to other values there."""
     bodies: dict[str, set[str]] = {}
-    for c in tu.cursor.get_children():
+    for c in cursor_children(tu.cursor):
         if c.kind == ci.CursorKind.MACRO_DEFINITION:
             location = c.location
             if not location.is_in_system_header and location.file is not None:
@@ -969,7 +971,7 @@ def _program_files(tu, main_file: str) -> tuple[dict[str, IncludedProgramFile], 
 
     main_real = real_path(main_file)
     context_macros = _context_macros(tu)
-    for c in tu.cursor.get_children():
+    for c in cursor_children(tu.cursor):
         if c.kind == ci.CursorKind.INCLUSION_DIRECTIVE and c.location.file is not None:
             written_in.setdefault(str(c.location.file), []).append(c)
             target = c.get_included_file()
@@ -1040,9 +1042,9 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
     path = str(job.path)
     source = Path(path).read_bytes()
     index = ci.Index.create()
-    tu = index.parse(path, args=job.libclang_args(),
-                     options=ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD if bodies
-                     else ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES)
+    options = ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD if bodies \
+        else ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES
+    tu = parse_with_preamble(index, job, options)
     main_file = str(Path(path))
     out = SourceIndex(main_file=main_file)
     ends = program_ends(tu) if bodies else ProgramEnds()
@@ -1088,7 +1090,7 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
         if record is None and cursor.kind in records:
             record = cursor
         block: int | None = None  # where out.host_blocks holds ``cursor``'s statements, once a launch is among them
-        for position, c in enumerate(cursor.get_children()):
+        for position, c in enumerate(cursor_children(cursor)):
             location = c.location
             if location.is_in_system_header or location.file is None:
                 continue
@@ -1102,7 +1104,7 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
                     visit(c, function, top=outer)
                 continue
             if kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE, ci.CursorKind.CXX_METHOD):
-                if c.is_definition() and any(ch.kind == ci.CursorKind.CUDADEVICE_ATTR for ch in c.get_children()):
+                if c.is_definition() and any(ch.kind == ci.CursorKind.CUDADEVICE_ATTR for ch in cursor_children(c)):
                     out.device_function_ranges.append(_range(c))
                 if c.is_definition():
                     out.function_ranges.setdefault(c.spelling, _declaration_range(record or c, text_of(c)))
@@ -1112,13 +1114,13 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
             # loops by line are the main file's (the IR's loop lines are where main calls a helper)
             if kind == ci.CursorKind.FOR_STMT and function is not None and in_main(c):
                 iterator = _loop_iterator(c)
-                header = list(c.get_children())[:-1]
+                header = list(cursor_children(c))[:-1]
                 pure = all(_changes_only(h, frozenset({iterator} if iterator else ()), changing_macros)
                            for h in header)
-                init = next(c.get_children(), None)
-                declared = next((v for v in init.get_children() if v.kind == ci.CursorKind.VAR_DECL), None) \
+                init = next(iter(cursor_children(c)), None)
+                declared = next((v for v in cursor_children(init) if v.kind == ci.CursorKind.VAR_DECL), None) \
                     if iterator is not None and init is not None else None
-                body = list(c.get_children())[-1]
+                body = list(cursor_children(c))[-1]
                 variables, others = _declarations_in(body)
                 out.for_loops.append(ForLoop(_range(c), function, _loop_body(c, changing_macros), iterator, pure,
                                              _range(body),
@@ -1126,7 +1128,7 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
                                              _loop_step(c, iterator), _names_in(body), variables, others,
                                              _header_text(c, iterator)))
             if kind == ci.CursorKind.CALL_EXPR and function is not None:
-                children = list(c.get_children())
+                children = list(cursor_children(c))
                 if len(children) >= 2 and children[1].kind == ci.CursorKind.CALL_EXPR \
                         and children[1].spelling == "__cudaPushCallConfiguration":
                     text = text_of(c)
@@ -1142,7 +1144,7 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
                     if in_braces and block is None:
                         block = len(out.host_blocks)
                         out.host_blocks.append(HostBlock(_range(cursor), tuple(
-                            statement_flow(s, returns_leave_program, ends) for s in cursor.get_children())))
+                            statement_flow(s, returns_leave_program, ends) for s in cursor_children(cursor))))
                     inner = re.search(rb"[\r\n][ \t]*#", text[c.extent.start.offset:c.extent.end.offset])
                     out.launches.append(LaunchSite(c.spelling or _text(text, children[0]), function,
                                                    config, args, _range(c), in_braces, macro, callee, block,

@@ -37,6 +37,7 @@ import clang.cindex as ci
 
 from sirius.analysis.clang_constants import integer_constant
 from sirius.analysis.program_ends import Ending, ProgramEnds, endings, may_trap, quiet_noreturn
+from sirius.analysis.cursors import cursor_children, cursor_preorder
 
 _K = ci.CursorKind
 
@@ -69,11 +70,11 @@ def statement_flow(stmt: ci.Cursor, returns_leave_program: bool, ends: ProgramEn
     if kind == _K.IF_STMT:
         return _error_check(stmt, returns_leave_program, ends)
     if kind == _K.DO_STMT:  # do body while (0): the body, once
-        parts = list(stmt.get_children())
+        parts = list(cursor_children(stmt))
         once = len(parts) == 2 and integer_constant(parts[1]) == 0
         return statement_flow(parts[0], returns_leave_program, ends) if once else Flow.OTHER
     if kind == _K.COMPOUND_STMT:
-        return weakest_flow(statement_flow(s, returns_leave_program, ends) for s in stmt.get_children())
+        return weakest_flow(statement_flow(s, returns_leave_program, ends) for s in cursor_children(stmt))
     return _plain(stmt, ends)
 
 
@@ -84,11 +85,11 @@ def _error_check(stmt: ci.Cursor, returns_leave_program: bool, ends: ProgramEnds
     is not one."""
     # libclang lists a condition variable and an init-statement, if any, then the condition,
     # the branch and the else branch, if any: two parts are a condition and a branch
-    parts = list(stmt.get_children())
+    parts = list(cursor_children(stmt))
     if len(parts) != 2 or not parts[0].kind.is_expression():
         return Flow.OTHER
     branch = parts[1]
-    body = list(branch.get_children()) if branch.kind == _K.COMPOUND_STMT else [branch]
+    body = list(cursor_children(branch)) if branch.kind == _K.COMPOUND_STMT else [branch]
     if not body:
         return Flow.OTHER
     leaving = _leaves_program(body[-1], returns_leave_program, ends)
@@ -106,7 +107,7 @@ def _leaves_program(stmt: ci.Cursor, returns_leave_program: bool, ends: ProgramE
     if stmt.kind == _K.RETURN_STMT:
         if not returns_leave_program:
             return Flow.OTHER
-        operands = weakest_flow(_plain(operand, ends) for operand in stmt.get_children())
+        operands = weakest_flow(_plain(operand, ends) for operand in cursor_children(stmt))
         if operands is Flow.OTHER:
             return Flow.OTHER
         return Flow.OBSERVED_EXIT if ends.observed(Ending.RETURN) else weakest_flow([operands, Flow.NEXT_OR_EXIT])
@@ -145,4 +146,4 @@ def _holds_control(node: ci.Cursor) -> bool:
     a statement expression, a local class's methods), a ``throw``, a call that leaves the
     program."""
     return any(d.kind.is_statement() or d.kind == _K.CXX_THROW_EXPR or _leaving_call(d)
-               for child in node.get_children() for d in child.walk_preorder())
+               for child in cursor_children(node) for d in cursor_preorder(child))

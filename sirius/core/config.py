@@ -5,8 +5,8 @@ Environment variables (each overridden by the matching command-line flag):
 ``SIRIUS_CLANG``      clang executable (default ``clang-22`` on PATH)
 ``SIRIUS_CUDA_PATH``  CUDA toolkit root (then ``CUDA_HOME``, ``CUDA_PATH``,
                       ``/usr/local/cuda``, the tree of ``nvcc`` on PATH)
-``SIRIUS_CACHE``      cache folder for built CPU programs, checks of emitted programs and tuning
-                      results (default ``.sirius-cache``)
+``SIRIUS_CACHE``      cache folder for built CPU programs, checks of emitted programs, tuning
+                      results and the front end's precompiled headers (default ``.sirius-cache``)
 ``SIRIUS_FRONTEND_CACHE``  folder caching the frontend's IR and source index (off when unset;
                       see ``sirius.analysis.frontend_cache``)
 ``SIRIUS_VERIFY_EACH`` ``1``: check the kernel IR's invariants after every stage and pass
@@ -14,6 +14,8 @@ Environment variables (each overridden by the matching command-line flag):
 """
 
 from __future__ import annotations
+
+import functools
 
 import os
 import shutil
@@ -63,7 +65,9 @@ class Toolchain:
         return _clang_resource_dir(self.clang)
 
 
+@functools.lru_cache(maxsize=None)
 def _clang_resource_dir(clang: str) -> str:
+    """Asked once per process: every analysis (and every key of the frontend cache) needs it."""
     import subprocess
 
     out = subprocess.run([clang, "-print-resource-dir"], capture_output=True, text=True)
