@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -161,13 +162,15 @@ def check_program(job: CompileJob, entry: str = "main", source: str | None = Non
 def _check_file(job: CompileJob, entry: str) -> tuple[CheckResult, tuple[str, ...] | None]:
     """The check of the program ``job`` names, and the files it includes (None when it does
     not compile)."""
-    try:
-        model = analyze_program(job, entry=entry, kernels=lambda name: FUSED_MANGLED.search(name) is not None)
-    except (InputError, SiriusError) as err:
-        if not re.search(r":\d+:\d+: error", str(err)):
-            raise SiriusError(f"internal error: the emitted program does not analyse: {err}") from None
-        return _not_compiling(job, str(err)), None
-    return check_model(model, job.path.read_text(), ptxas_figures(job)), model.source.included
+    with ThreadPoolExecutor(max_workers=1) as nvcc:  # ptxas's figures while clang's analysis runs
+        figures = nvcc.submit(ptxas_figures, job)
+        try:
+            model = analyze_program(job, entry=entry, kernels=lambda name: FUSED_MANGLED.search(name) is not None)
+        except (InputError, SiriusError) as err:
+            if not re.search(r":\d+:\d+: error", str(err)):
+                raise SiriusError(f"internal error: the emitted program does not analyse: {err}") from None
+            return _not_compiling(job, str(err)), None
+        return check_model(model, job.path.read_text(), figures.result()), model.source.included
 
 
 def _not_compiling(job: CompileJob, diagnostics: str) -> CheckResult:
