@@ -27,7 +27,9 @@ Legal (``plan_loop_fusion``, each refusal a ``LoopFusionRefusal``) when:
 * each header changes nothing but its iterator, declared in its init; the second's init and
   condition never run in the fused loop;
 * the iterations are the same sequence: the same iterator type (canonical: a wrapping
-  ``unsigned char`` and an ``int`` count alike, their values do not), the same initializer
+  ``unsigned char`` and an ``int`` count alike, their values do not) or integer types
+  whose loops run exactly known, equal iterations of values both types hold (``int`` and
+  ``unsigned`` from 0 to 99), the same initializer
   as written, the same step (``ForLoop.step``), and equal iteration domains (exact: every
   exit of both loops understood) or exits that compare the iterators alike with the same
   values computed before the loops (``LoopInfo.exits``: a trip count from argv or data);
@@ -257,9 +259,12 @@ def _sibling_problem(model: ProgramModel, uar: UAR, earlier: list[HostLoop], loo
         return "the step of one of them is not one the optimizer understands (++, --, += or -= a value)"
     if src.step != head.step:
         return f"their iterations may run in other orders: the steps differ ({head.step}, {src.step})"
-    if src.iterator_type != head.iterator_type:
+    if src.iterator_type != head.iterator_type and not _values_fit_both(model, first, loop):
         return (f"their iterators have other types ({head.iterator_type}, {src.iterator_type}): equal counts of "
                 "iterations need not give equal values")
+    if src.iterator_type != head.iterator_type and src.iterator == head.iterator:
+        return (f"their iterators are both {src.iterator} but of other types ({head.iterator_type}, "
+                f"{src.iterator_type}): merged, the later body would compute with the first one's type")
     if _initial(head) is None or _initial(head) != _initial(src):
         return (f"their iterators start from other values ({_initial(head) or 'not understood'}, "
                 f"{_initial(src) or 'not understood'})")
@@ -284,6 +289,47 @@ def _sibling_problem(model: ProgramModel, uar: UAR, earlier: list[HostLoop], loo
                             f"{query.call} (line {query.line}) reads launch statuses: fused, failures would be "
                             "reported in another order")
     return None
+
+
+# the values of the integer types an iterator is declared with (canonical spellings, LP64)
+_INTEGER_VALUES = {
+    "char": (-2**7, 2**7 - 1), "signed char": (-2**7, 2**7 - 1), "unsigned char": (0, 2**8 - 1),
+    "short": (-2**15, 2**15 - 1), "unsigned short": (0, 2**16 - 1),
+    "int": (-2**31, 2**31 - 1), "unsigned int": (0, 2**32 - 1),
+    "long": (-2**63, 2**63 - 1), "unsigned long": (0, 2**64 - 1),
+    "long long": (-2**63, 2**63 - 1), "unsigned long long": (0, 2**64 - 1),
+}
+
+
+def _values_fit_both(model: ProgramModel, first: HostLoop, second: HostLoop) -> bool:
+    """Iterators of two integer types run the same values: both loops' iterations are known
+    exactly and are one set, both start from one integer literal and step by one literal,
+    and every value ``start + k * step`` of the iterations is one of both types (so neither
+    wraps, and the later iterator, declared equal to the first, holds the value it held).
+    (The domains count iterations: clang's IR may number a loop's iterations its own way.)"""
+    ranges = [_INTEGER_VALUES.get(loop.source.iterator_type or "") for loop in (first, second)]
+    start, step = _literal((_initial(first.source) or "").removeprefix("=")), _literal(first.source.step or "")
+    if None in ranges or start is None or step is None or _initial(first.source) != _initial(second.source) \
+            or not (first.info.exact and second.info.exact) or not _same_iterations(model, first, second):
+        return False
+    domain = host_domain(model.host.statements[first.launches[0]])
+    last = domain.dim(isl.dim_type.set) - 1
+    values = domain.project_out(isl.dim_type.set, 0, last)  # the iterator's own, over every outer iteration
+    if not values.is_bounded():
+        return False
+    trips = values.count_val().to_python()
+    ends = (start, start + (trips - 1) * step) if trips else (start, start)
+    return all(lo <= min(ends) and max(ends) <= hi for lo, hi in ranges)
+
+
+def _literal(text: str) -> int | None:
+    """The value of an integer literal as written in a header (``0``, ``-2``, ``+4u``,
+    ``16UL``); None for anything else."""
+    m = re.fullmatch(r"\s*([+-]?)\s*(0x[0-9a-fA-F]+|0|[1-9]\d*)[uUlL]*\s*", text)  # (not 010: octal)
+    if m is None:
+        return None
+    value = int(m.group(2), 0) if m.group(2).startswith("0x") else int(m.group(2))
+    return -value if m.group(1) == "-" else value
 
 
 def _initial(loop: ForLoop) -> str | None:

@@ -172,3 +172,23 @@ def test_the_rewrite_keeps_every_line_where_it_was():
         "  }",
         "  done();",
     ]
+
+
+@pytest.mark.toolchain
+def test_iterators_of_other_integer_types_run_as_one_loop_where_every_value_is_one_of_both(tmp_path_factory):
+    """int and unsigned from 0 to 5 merge: the later iterator is declared with its own type,
+    so ``j - 1`` at ``j = 0`` is still 4294967295 (read as int it would be -1, and the
+    program would print another total). One name of two types, and a trip count from argv,
+    stay two loops."""
+    program, summary, report, out = optimize(tmp_path_factory, "sibling_loop_types.cu")
+    assert report["loops_fused"] == [{"lines": [37, 40]}]
+    assert {tuple(r["lines"]): r["reason"] for r in report["loops_kept_apart"]} == {
+        (48, 51): "their iterators are both i but of other types (int, unsigned int): merged, the later body would "
+                  "compute with the first one's type",
+        (59, 62): "their iterators have other types (int, unsigned long): equal counts of iterations need not give "
+                  "equal values",
+    }
+    assert any("unsigned int j = i;" in line for line in out.read_text().splitlines())
+    for argv in ((), ("3",)):
+        verify = sirius("verify", str(program), str(out), "--", *argv)
+        assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
