@@ -520,7 +520,7 @@ class Evaluator:
             stay = None
             if bt is not None:
                 cond, t, f = bt
-                stay = self.condition(cond)
+                stay = None if _may_wrap(cond) else self.condition(cond)
                 if stay is not None and t is outside:
                     stay = stay.negate()
                 key = self._exit_key(lp, cond, t is outside, exiting in lp.latches)
@@ -612,6 +612,40 @@ def _canonical_exit(stay: Formula, k: str) -> Formula:
     if c < 0:
         return Formula.of(Constraint(e - 1, ">="))
     return stay
+
+
+def _may_wrap(cond: Value) -> bool:
+    """Whether a loop exit compares integers that may wrap where the analysis counts without
+    bounds: values of a type narrower than ``int`` (C computes in ``int`` and truncates on
+    the assignment: a ``short`` or ``unsigned char`` iterator wraps at its type's end, and
+    the loop goes on), or an unsigned comparison with a constant that reads as negative (an
+    unsigned bound at or above 2^31 for a 32-bit value). Such an exit is not understood: the
+    loop's domain is then a superset, not exact."""
+    if not isinstance(cond, Instr):
+        return False
+    if cond.opcode == "icmp":
+        operands = cond.operands[:2]
+        if (cond.predicate or "").startswith("u") and any(isinstance(o, Const) and isinstance(o.value, int) and o.value < 0
+                                                  for o in operands):
+            return True
+        return any(_narrow(o) for o in operands)
+    if cond.opcode in ("and", "or", "xor") and cond.type == "i1":
+        return any(_may_wrap(o) for o in cond.operands[:2])
+    return False
+
+
+_NARROW = ("i8", "i16")
+
+
+def _narrow(v: Value, depth: int = 0) -> bool:
+    """Whether ``v`` is, or is computed from, a value of a type narrower than ``int``."""
+    if not isinstance(v, Instr) or depth > 8:
+        return False
+    if v.type in _NARROW or v.opcode == "trunc":
+        return True
+    if v.opcode in ("sext", "zext", "freeze", "add", "sub", "mul", "shl"):
+        return any(_narrow(o, depth + 1) for o in v.operands[:2])
+    return False
 
 
 def _simplest(exact: Formula, simple: Formula, k: str) -> Formula:

@@ -304,8 +304,9 @@ _INTEGER_VALUES = {
 def _values_fit_both(model: ProgramModel, first: HostLoop, second: HostLoop) -> bool:
     """Iterators of two integer types run the same values: both loops' iterations are known
     exactly and are one set, both start from one integer literal and step by one literal,
-    and every value ``start + k * step`` of the iterations is one of both types (so neither
-    wraps, and the later iterator, declared equal to the first, holds the value it held).
+    and every value ``start + k * step`` of the iterations, and the one after the last, is
+    one of both types (so neither wraps, and the later iterator, declared equal to the
+    first, holds the value it held).
     (The domains count iterations: clang's IR may number a loop's iterations its own way.)"""
     ranges = [_INTEGER_VALUES.get(loop.source.iterator_type or "") for loop in (first, second)]
     start, step = _literal((_initial(first.source) or "").removeprefix("=")), _literal(first.source.step or "")
@@ -318,7 +319,7 @@ def _values_fit_both(model: ProgramModel, first: HostLoop, second: HostLoop) -> 
     if not values.is_bounded():
         return False
     trips = values.count_val().to_python()
-    ends = (start, start + (trips - 1) * step) if trips else (start, start)
+    ends = (start, start + trips * step)  # the value after the last iteration too: the step computes it
     return all(lo <= min(ends) and max(ends) <= hi for lo, hi in ranges)
 
 
