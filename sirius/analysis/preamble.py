@@ -6,7 +6,7 @@ in) and the analysis's managed-variable header: most of each of its three parses
 libclang index, the device IR, the host IR), against little for a program's own lines.
 Each parse loads those headers from a precompiled header instead (``-include-pch``), built
 once per kind of parse, clang, set of flags and header text, and kept under
-``$SIRIUS_CACHE/pch``. Loading one is the same as reading the headers (the guards they define
+``$SIRIUS_CACHE/pch`` (``$SIRIUS_FRONTEND_CACHE/pch`` where that is set). Loading one is the same as reading the headers (the guards they define
 make the implicit includes no-ops): the IR clang emits is the same, byte for byte.
 
 A folder of the program's on the include path (``-I``) is searched before the system's, so it
@@ -71,6 +71,13 @@ def _build_compile_preamble(empty: Path, command: list[str], out: Path) -> set[s
     return _named_in({w for w in words if w != str(empty)})
 
 
+def _preamble_folder() -> Path:
+    """Where preambles are kept: the front end's cache where one is set (the test suite shares
+    one among its workers, whatever cache folder a test takes), else the cache folder."""
+    shared = os.environ.get("SIRIUS_FRONTEND_CACHE")
+    return Path(shared) / "pch" if shared else cache_folder() / "pch"
+
+
 def _preamble(job: CompileJob, kind: str) -> Path | None:
     """The precompiled header of ``kind`` (``index``, ``device``, ``host``) for ``job``,
     built on first use; None where none can stand for the headers."""
@@ -83,7 +90,7 @@ def _preamble(job: CompileJob, kind: str) -> Path | None:
     key = hashlib.sha256("\0".join([str(VERSION), kind, *args, job.toolchain.clang, str(clang.st_size),
                                     str(clang.st_mtime_ns), hashlib.sha256(MANAGED_HEADER.read_bytes()).hexdigest()
                                     ]).encode()).hexdigest()[:24]
-    folder = cache_folder() / "pch" / key
+    folder = _preamble_folder() / key
     header, names_file = folder / _HEADER, folder / _NAMES
     if (folder / _FAILED).is_file():
         return None

@@ -37,6 +37,7 @@ int main() {
 @pytest.fixture
 def job(tmp_path, monkeypatch):
     monkeypatch.setenv("SIRIUS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("SIRIUS_FRONTEND_CACHE", raising=False)  # (where the suite keeps preambles)
     source = tmp_path / "program.cu"
     source.write_text(PROGRAM)
     return CompileJob(source, CompileFlags(), resolve_toolchain())
@@ -58,6 +59,7 @@ def test_the_ir_and_the_index_are_those_of_the_headers(job, monkeypatch):
     assert len(built) == 3  # the index's, the device side's, the host side's
     assert compiled.device_ir == _plain_ir(job, "device") and compiled.host_ir == _plain_ir(job, "host")
     monkeypatch.setattr(preamble_module, "preamble_args", lambda job, kind: [])
+    assert preamble_module._preamble_folder() == Path(job.path.parent) / "cache" / "pch"
     assert facts == _index_facts(job) and facts.launches  # the launch is indexed
 
 
@@ -83,6 +85,7 @@ def test_a_preamble_clang_cannot_load_is_built_again(job):
 
 def test_flags_that_break_the_headers_give_clang_s_own_error_and_the_hint(tmp_path, monkeypatch):
     monkeypatch.setenv("SIRIUS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("SIRIUS_FRONTEND_CACHE", raising=False)
     source = tmp_path / "p.cu"
     source.write_text("__global__ void k(float *x) { x[threadIdx.x] = N; }\nint main() { return 0; }\n")
     job = CompileJob(source, CompileFlags(defines=("N=1024",)), resolve_toolchain())
