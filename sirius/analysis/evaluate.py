@@ -625,8 +625,8 @@ def _may_wrap(cond: Value) -> bool:
         return False
     if cond.opcode == "icmp":
         operands = cond.operands[:2]
-        if (cond.predicate or "").startswith("u") and any(isinstance(o, Const) and isinstance(o.value, int) and o.value < 0
-                                                  for o in operands):
+        unsigned = (cond.predicate or "").startswith("u")
+        if unsigned and any(isinstance(o, Const) and isinstance(o.value, int) and o.value < 0 for o in operands):
             return True
         return any(_narrow(o) for o in operands)
     if cond.opcode in ("and", "or", "xor") and cond.type == "i1":

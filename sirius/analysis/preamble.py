@@ -6,8 +6,9 @@ in) and the analysis's managed-variable header: most of each of its three parses
 libclang index, the device IR, the host IR), against little for a program's own lines.
 Each parse loads those headers from a precompiled header instead (``-include-pch``), built
 once per kind of parse, clang, set of flags and header text, and kept under
-``$SIRIUS_CACHE/pch`` (``$SIRIUS_FRONTEND_CACHE/pch`` where that is set). Loading one is the same as reading the headers (the guards they define
-make the implicit includes no-ops): the IR clang emits is the same, byte for byte.
+``$SIRIUS_CACHE/pch`` (``$SIRIUS_FRONTEND_CACHE/pch`` where that is set). Loading one is
+the same as reading the headers (the guards they define make the implicit includes
+no-ops): the IR clang emits is the same, byte for byte.
 
 A folder of the program's on the include path (``-I``) is searched before the system's, so it
 could hold a header of the same name as one the preamble read. A precompiled header is built

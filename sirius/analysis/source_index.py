@@ -405,7 +405,8 @@ def _callees_reading_indices(body) -> set[str]:
     initializers (a ``ThreadCtx t;`` constructed in the kernel). Each runs outside the
     fragment's text, where its own indices are the fused kernel's."""
     return {callee.spelling for callee, part in _reached_code(body)
-            if any(n.kind == ci.CursorKind.DECL_REF_EXPR and n.spelling in _INDEX_BUILTINS for n in cursor_preorder(part))}
+            if any(n.kind == ci.CursorKind.DECL_REF_EXPR and n.spelling in _INDEX_BUILTINS
+                   for n in cursor_preorder(part))}
 
 
 def _callee_naming_its_caller(body) -> str | None:
@@ -635,7 +636,8 @@ def _shared_decls(body, source: bytes) -> tuple[tuple[SharedDecl, ...], bool]:
     that is not a fixed-size array or a scalar, inside a lambda or a local class)."""
     out, other = [], False
     origin = body.extent.start.offset
-    nested = [(n.extent.start.offset, n.extent.end.offset) for n in cursor_preorder(body) if n.kind in _NESTED_FUNCTIONS]
+    nested = [(n.extent.start.offset, n.extent.end.offset) for n in cursor_preorder(body)
+              if n.kind in _NESTED_FUNCTIONS]
     for node in cursor_preorder(body):
         if node.kind != ci.CursorKind.VAR_DECL or \
                 not any(ch.kind == ci.CursorKind.CUDASHARED_ATTR for ch in cursor_children(node)):

@@ -28,8 +28,8 @@ Legal (``plan_loop_fusion``, each refusal a ``LoopFusionRefusal``) when:
   condition never run in the fused loop;
 * the iterations are the same sequence: the same iterator type (canonical: a wrapping
   ``unsigned char`` and an ``int`` count alike, their values do not) or integer types
-  whose loops run exactly known, equal iterations of values both types hold (``int`` and
-  ``unsigned`` from 0 to 99), the same initializer
+  whose loops run exactly known, equal iterations of values both types hold, the value
+  after the last included (``int`` and ``unsigned`` from 0 to 99), the same initializer
   as written, the same step (``ForLoop.step``), and equal iteration domains (exact: every
   exit of both loops understood) or exits that compare the iterators alike with the same
   values computed before the loops (``LoopInfo.exits``: a trip count from argv or data);

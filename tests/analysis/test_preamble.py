@@ -57,9 +57,9 @@ def test_the_ir_and_the_index_are_those_of_the_headers(job, monkeypatch):
     compiled, facts = compile_program(job, lambda: _index_facts(job))
     built = sorted(p.parent.name for p in (Path(job.path.parent) / "cache" / "pch").glob("*/preamble.pch"))
     assert len(built) == 3  # the index's, the device side's, the host side's
+    assert preamble_module._preamble_folder() == Path(job.path.parent) / "cache" / "pch"
     assert compiled.device_ir == _plain_ir(job, "device") and compiled.host_ir == _plain_ir(job, "host")
     monkeypatch.setattr(preamble_module, "preamble_args", lambda job, kind: [])
-    assert preamble_module._preamble_folder() == Path(job.path.parent) / "cache" / "pch"
     assert facts == _index_facts(job) and facts.launches  # the launch is indexed
 
 
