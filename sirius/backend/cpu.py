@@ -34,11 +34,10 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 from sirius.backend.rewrite import rewrite_preprocessed
-from sirius.core.config import CompileFlags, cache_folder, find_clang
+from sirius.core.config import CompileFlags, cache_folder, find_clang, tool_answer
 from sirius.core.errors import InputError, SiriusError
 
 RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime" / "cpu"
@@ -119,10 +118,8 @@ def _std_flag(std: str | None) -> str:
     return std if order[digits] >= order["17"] else MIN_STD
 
 
-@lru_cache(maxsize=None)
 def _clang_version(clang: str) -> str:
-    out = subprocess.run([clang, "--version"], capture_output=True, text=True)
-    return out.stdout.strip()
+    return tool_answer(clang, "--version")
 
 
 def _runtime_hash() -> str:

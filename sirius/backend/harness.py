@@ -29,11 +29,11 @@ import os
 import subprocess
 import tempfile
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 from sirius.backend.cpu import _short_diagnostics, cache_root
 from sirius.backend.gpu import find_nvcc
+from sirius.core.config import tool_answer
 from sirius.core.errors import InputError, ToolchainError
 
 HARNESS_DIR = Path(__file__).resolve().parent.parent / "runtime" / "harness"
@@ -102,10 +102,8 @@ class HarnessRun:
 # ---- building -----------------------------------------------------------------------
 
 
-@lru_cache(maxsize=None)
 def _nvcc_version(nvcc: str) -> str:
-    proc = subprocess.run([nvcc, "--version"], capture_output=True, text=True)
-    return proc.stdout.strip()
+    return tool_answer(nvcc, "--version")
 
 
 def _sources_hash() -> str:

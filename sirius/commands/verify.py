@@ -51,6 +51,7 @@ from sirius.core.config import resolve_toolchain
 from sirius.core.errors import SiriusError
 from sirius.fusion.check import GENERATED_KERNEL, CheckResult, check_program
 from sirius.fusion import region_paths
+from sirius.fusion.includes import includes_from_own_folder
 
 HELP = "run an original and an optimized program on the same inputs and compare their results"
 
@@ -189,8 +190,10 @@ def _promise_check(args: argparse.Namespace) -> CheckResult | str:
         return CheckResult()  # nothing the optimizer generated: no promises of its own to check
     try:
         flags = compile_flags_from_args(args)
-        # its #include lines re-pointed for its own folder (written elsewhere than the original) are found from there
-        flags = dataclasses.replace(flags, include_dirs=flags.include_dirs + (str(Path(args.optimized).resolve().parent),))
+        own_folder = Path(args.optimized).resolve().parent
+        if includes_from_own_folder(text, Path(args.original), own_folder):
+            # its #include lines re-pointed for its own folder (written elsewhere than the original) are found there
+            flags = dataclasses.replace(flags, include_dirs=flags.include_dirs + (str(own_folder),))
         job = CompileJob(Path(args.original), flags, resolve_toolchain(args.clang, getattr(args, "cuda_path", None)))
         return check_program(job, source=text)
     except SiriusError as err:

@@ -67,11 +67,39 @@ class Toolchain:
 
 @functools.lru_cache(maxsize=None)
 def _clang_resource_dir(clang: str) -> str:
-    """Asked once per process: every analysis (and every key of the frontend cache) needs it."""
-    import subprocess
+    """Every analysis (and every key of the frontend cache) needs it."""
+    return tool_answer(clang, "-print-resource-dir")
 
-    out = subprocess.run([clang, "-print-resource-dir"], capture_output=True, text=True)
-    return out.stdout.strip()
+
+@functools.lru_cache(maxsize=None)
+def tool_answer(tool: str, *args: str) -> str:
+    """What ``tool args`` prints (stripped), asked once per process and kept in the cache
+    folder by the tool's path, size and modification time: a question about the tool itself
+    (its version, its resource folder), whose answer changes only with the tool. A short
+    command's start costs little, but hundreds of processes (the test suite's) each ask."""
+    import hashlib
+    import subprocess
+    import tempfile
+
+    try:
+        st = os.stat(tool)
+        stamp = f"{os.path.realpath(tool)}\0{st.st_size}\0{st.st_mtime_ns}\0" + "\0".join(args)
+    except OSError:
+        stamp = None
+    entry = cache_folder() / "tools" / (hashlib.sha256(stamp.encode()).hexdigest()[:24] + ".txt") if stamp else None
+    if entry is not None and entry.is_file():
+        return entry.read_text()
+    answer = subprocess.run([tool, *args], capture_output=True, text=True).stdout.strip()
+    if entry is not None and answer:
+        try:  # whole or not at all: processes share the folder
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
+            with os.fdopen(fd, "w") as out:
+                out.write(answer)
+            os.replace(tmp, entry)
+        except OSError:
+            pass  # a folder that cannot be written: the answer stands, it is not kept
+    return answer
 
 
 def _curand_include_dir() -> str | None:

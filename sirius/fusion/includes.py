@@ -61,3 +61,15 @@ def relocate_includes(text: str, program: Path, output_dir: Path) -> tuple[str, 
         return f'{m.group(1)}"{now}"'
 
     return _QUOTED.sub(repoint, text), moved
+
+
+def includes_from_own_folder(text: str, program: Path, output_dir: Path) -> bool:
+    """Whether ``text`` (an emitted program of ``program`` written in ``output_dir``) has a
+    quoted include found beside it there and not beside ``program``: one re-pointed by
+    ``relocate_includes``. Only then does its check need ``output_dir`` on the include
+    path; without one, it is checked as ``sirius optimize`` checked it."""
+    source_dir, output_dir = program.resolve().parent, output_dir.resolve()
+    if source_dir == output_dir:
+        return False
+    return any((output_dir / m.group(2)).is_file() and not (source_dir / m.group(2)).is_file()
+               for m in _QUOTED.finditer(text))

@@ -69,3 +69,32 @@ def test_a_text_that_does_not_compile_is_not_kept(counted):
     broken = PROGRAM.replace("x[threadIdx.x] *= SCALE;", "x[threadIdx.x] *= undeclared;")
     results = [check.check_program(job, source=broken) for _ in range(2)]
     assert len(calls) == 2 and all(r.violations and r.violations[0].what == "does not compile" for r in results)
+
+
+@pytest.mark.parametrize("header_beside", [False, True])
+def test_verify_asks_the_check_optimize_made_unless_an_include_was_re_pointed(tmp_path, header_beside):
+    """``sirius verify`` of what ``sirius optimize`` wrote to another folder checks the same
+    text under the same flags (one entry in the check cache), except where the text's
+    quoted include was re-pointed for that folder (it needs the folder on the include path:
+    another text, another entry)."""
+    import os
+    import subprocess
+    import sys
+
+    sirius = str(Path(sys.executable).parent / "sirius")
+    env = {**os.environ, "SIRIUS_CACHE": str(tmp_path / "cache")}
+    (tmp_path / "src").mkdir()
+    (tmp_path / "out").mkdir()
+    original = tmp_path / "src" / "pair.cu"
+    text = (Path(__file__).resolve().parents[2] / "cuda_inputs" / "independent_pair.cu").read_text()
+    if header_beside:
+        (tmp_path / "src" / "scale.h").write_text("#define SCALE 1\n")
+        text = text.replace("#include <cuda_runtime.h>", '#include <cuda_runtime.h>\n#include "scale.h"')
+    original.write_text(text)
+    out = tmp_path / "out" / "pair.cu"
+    opt = subprocess.run([sirius, "optimize", str(original), "-o", str(out)], capture_output=True, text=True, env=env)
+    assert opt.returncode == 0 and "2 -> 1" in opt.stdout, opt.stdout + opt.stderr
+    assert ('"../src/scale.h"' in out.read_text()) == header_beside
+    verify = subprocess.run([sirius, "verify", str(original), str(out)], capture_output=True, text=True, env=env)
+    assert verify.returncode == 0 and "no violations" in verify.stdout, verify.stdout + verify.stderr
+    assert len(list((tmp_path / "cache" / "check").glob("*.pickle"))) == (2 if header_beside else 1)
