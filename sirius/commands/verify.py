@@ -137,7 +137,7 @@ def verify_programs(args: argparse.Namespace) -> tuple[int, list[region_paths.Re
     elif checked.kernels_checked or checked.violations:
         print(f"promise check: {checked.kernels_checked} fused launches, "
               f"{len(checked.violations) or 'no'} violations"
-              + ("" if checked.ptxas else " (without ptxas figures)"))
+              + ("" if checked.ptxas or checked.bounded else " (without ptxas figures)"))
         for v in checked.violations:
             print(f"  violation ({v.what}): {v.message}")
     if orig.failed:

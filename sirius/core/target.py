@@ -29,6 +29,7 @@ class Target:
     static_shared_limit: int = STATIC_SHARED_LIMIT
     shared_opt_in_limit: int = 227 * KB  # with cudaFuncSetAttribute(MaxDynamicSharedMemorySize)
     max_block_registers: int = 64 * KB  # 32-bit registers (every architecture since sm_50)
+    max_thread_registers: int = 255  # the most ptxas gives one thread (every architecture since sm_35)
     # one streaming multiprocessor
     sm_count: int = 132
     max_threads_per_sm: int = 2048

@@ -4,7 +4,10 @@ Runs on every program the optimizer is about to write (the ``check`` stage of
 the pipeline) and in ``sirius verify`` on the optimized program. It does not
 trust code generation: it analyses the emitted program itself (clang's IR of
 it, launches and alias facts of every fused launch) and, where nvcc is
-installed, the figures ``ptxas -v`` gives for its kernels. A fused kernel
+installed and a limit depends on them, the figures ``ptxas -v`` gives for its
+kernels (a block of at most 256 threads fits the register file at the 255
+registers a thread may have; shared memory well below the limit is the kernel
+model's: then ptxas is not asked, and the result says so). A fused kernel
 (``sirius_fused_N``, ``sirius_wave_N``) violates a promise when
 
 - a ``__restrict__`` parameter (in the source or ``noalias`` in the IR)
@@ -26,6 +29,7 @@ GPU enforces.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -64,6 +68,7 @@ class CheckResult:
     violations: list[Violation] = field(default_factory=list)
     kernels_checked: int = 0
     ptxas: bool = False  # register and shared memory figures came from ptxas
+    bounded: bool = False  # not asked of ptxas: no figure it could give breaks a limit (_ptxas_needed)
     notes: list[str] = field(default_factory=list)
     figures: dict[str, KernelResources] = field(default_factory=dict)  # every kernel's, by mangled name (ptxas)
 
@@ -74,9 +79,11 @@ def ptxas_figures(job: CompileJob) -> dict[str, KernelResources] | None:
     return compile_resources(job.path, job.flags.arch, job.flags.preprocessor_args(), job.toolchain.cuda_path)
 
 
-def check_model(model: ProgramModel, source: str, figures: dict[str, KernelResources] | None) -> CheckResult:
-    """Every fused launch of an analysed emitted program, against its promises and limits."""
-    result = CheckResult(ptxas=figures is not None, figures=dict(figures or {}))
+def check_model(model: ProgramModel, source: str, figures: dict[str, KernelResources] | None,
+                bounded: bool = False) -> CheckResult:
+    """Every fused launch of an analysed emitted program, against its promises and limits
+    (``bounded``: without ptxas's figures, which no limit depends on)."""
+    result = CheckResult(ptxas=figures is not None, figures=dict(figures or {}), bounded=bounded)
     target = target_for(model.arch)
     opted_in = {name: int(v) for name, v in _OPT_IN.findall(source)}
     for note in model.notes:  # launched as declared, but the definition is another function
@@ -87,12 +94,7 @@ def check_model(model: ProgramModel, source: str, figures: dict[str, KernelResou
                 kernel[0], int(kernel[2]), "does not link",
                 f"{kernel[0]} is launched as declared where it is launched, but defined in another scope (a "
                 "namespace or class): the program would not link"))
-    done: set[tuple[str, int]] = set()
-    for inst in model.launches:
-        m = FUSED_KERNEL.match(inst.kernel.name.split("(")[0].split(" ")[-1])
-        if m is None or (inst.kernel.mangled, inst.index) in done:
-            continue
-        done.add((inst.kernel.mangled, inst.index))
+    for inst, m in _fused_launches(model):
         name, group, wave = m.group(0), int(m.group(2)), m.group(1) in ("wave", "cells")
         result.kernels_checked += 1
         found = lambda what, message: result.violations.append(Violation(name, group, what, message))
@@ -128,7 +130,11 @@ def check_model(model: ProgramModel, source: str, figures: dict[str, KernelResou
                                    + (f", {allowed} dynamic after the program's opt-in" if name in opted_in
                                       else " without cudaFuncSetAttribute(MaxDynamicSharedMemorySize)")
                                    + f", at most {limit} on {model.arch}")
-    if figures is None:
+    if bounded:
+        result.notes.append("ptxas not asked: every fused block has at most 256 threads, which fit the register "
+                            "file at the most registers a thread may have, and its shared memory is known from "
+                            "the kernel model")
+    elif figures is None:
         result.notes.append("nvcc not found or could not compile the program: registers not checked, static "
                             "shared memory from the kernel models")
     return result
@@ -151,26 +157,94 @@ def check_program(job: CompileJob, entry: str = "main", source: str | None = Non
 
     def check_beside_the_original() -> tuple[CheckResult, tuple[str, ...] | None]:
         with tempfile.TemporaryDirectory(prefix="sirius-check-") as tmp:
-            path = Path(tmp) / job.path.name
-            path.write_text(source)
-            # the emitted program includes what the original did, relative to the original's folder
-            flags = dataclasses.replace(job.flags, include_dirs=(folder,) + job.flags.include_dirs)
-            return _check_file(CompileJob(path, flags, job.toolchain), entry)
+            return _check_file(_beside(job, source, Path(tmp)), entry)
     return cached_check(key, check_beside_the_original)
+
+
+@functools.lru_cache(maxsize=8)
+def emitted_figures(job: CompileJob, source: str) -> dict[str, KernelResources]:
+    """ptxas's figures of every kernel of the emitted program ``source``, compiled as
+    ``check_program`` compiles it (beside the original); empty without nvcc. For what needs
+    them where the check did not (the cost model's registers)."""
+    with tempfile.TemporaryDirectory(prefix="sirius-check-") as tmp:
+        return ptxas_figures(_beside(job, source, Path(tmp))) or {}
+
+
+def _beside(job: CompileJob, source: str, folder: Path) -> CompileJob:
+    """``source`` written in ``folder`` under the original's name, compiled with the
+    original's flags: its includes are found relative to the original's folder."""
+    path = folder / job.path.name
+    path.write_text(source)
+    flags = dataclasses.replace(job.flags, include_dirs=(str(job.path.resolve().parent),) + job.flags.include_dirs)
+    return CompileJob(path, flags, job.toolchain)
 
 
 def _check_file(job: CompileJob, entry: str) -> tuple[CheckResult, tuple[str, ...] | None]:
     """The check of the program ``job`` names, and the files it includes (None when it does
-    not compile)."""
-    with ThreadPoolExecutor(max_workers=1) as nvcc:  # ptxas's figures while clang's analysis runs
-        figures = nvcc.submit(ptxas_figures, job)
+    not compile). ptxas's figures are asked only where a limit depends on them
+    (``_ptxas_needed``)."""
+    source = job.path.read_text()
+    with ThreadPoolExecutor(max_workers=1) as nvcc:
+        # ptxas's figures while clang's analysis runs, where a block may be too large to do without
+        early = nvcc.submit(ptxas_figures, job) if _large_blocks(source) else None
         try:
             model = analyze_program(job, entry=entry, kernels=lambda name: FUSED_MANGLED.search(name) is not None)
         except (InputError, SiriusError) as err:
             if not re.search(r":\d+:\d+: error", str(err)):
                 raise SiriusError(f"internal error: the emitted program does not analyse: {err}") from None
             return _not_compiling(job, str(err)), None
-        return check_model(model, job.path.read_text(), figures.result()), model.source.included
+        if early is None and not _ptxas_needed(model):
+            return check_model(model, source, None, bounded=True), model.source.included
+        figures = early.result() if early is not None else ptxas_figures(job)
+    return check_model(model, source, figures), model.source.included
+
+
+# a fused launch's static shared memory (from the kernel model) is taken without ptxas's
+# figure below this share of the 48 KB a block may have without an opt-in: ptxas adds
+# alignment, and arrays of functions the model did not see inlined
+_SHARED_WITHOUT_PTXAS = 0.5
+
+
+_GENERATED_DEFINITION = re.compile(r"__global__\s+void\s+(?:__launch_bounds__\((\d+)[^)]*\)\s+)?"
+                                   r"sirius_(?:fused|wave|coop|cells)_\d+\s*\(")
+
+
+def _large_blocks(source: str) -> bool:
+    """Whether a generated kernel of ``source`` may run blocks of more than 256 threads (its
+    ``__launch_bounds__`` says so, or it has none): then ptxas's figures are likely needed."""
+    return any(m.group(1) is None or int(m.group(1)) > 256 for m in _GENERATED_DEFINITION.finditer(source))
+
+
+def _fused_launches(model: ProgramModel):
+    """Each launch of a generated kernel, once: the launch, and the kernel's name and match."""
+    done: set[tuple[str, int]] = set()
+    for inst in model.launches:
+        m = FUSED_KERNEL.match(inst.kernel.name.split("(")[0].split(" ")[-1])
+        if m is None or (inst.kernel.mangled, inst.index) in done:
+            continue
+        done.add((inst.kernel.mangled, inst.index))
+        yield inst, m
+
+
+def _ptxas_needed(model: ProgramModel) -> bool:
+    """Whether some fused launch's limits depend on ptxas's figures: its block size is not
+    a constant, or a block of it at the most registers a thread may have would overflow the
+    register file (more than 256 threads), or its shared memory is not known from the kernel
+    model with room to spare. Else no figure ptxas could give breaks a limit."""
+    target = target_for(model.arch)
+    for inst, _ in _fused_launches(model):
+        block = inst.statement.block.constant() if inst.statement.block else None
+        if block is None:
+            return True
+        threads = block[0] * block[1] * block[2]
+        if target.block_registers(target.max_thread_registers, threads) > target.max_block_registers:
+            return True
+        static = [s.bytes for s in inst.kernel.shared if not s.dynamic]
+        dynamic = inst.statement.shmem.constant_value() if inst.statement.shmem else 0
+        if None in static or dynamic is None \
+                or sum(static) + dynamic > _SHARED_WITHOUT_PTXAS * target.static_shared_limit:
+            return True
+    return False
 
 
 def _not_compiling(job: CompileJob, diagnostics: str) -> CheckResult:

@@ -33,6 +33,7 @@ import islpy as isl
 from sirius.analysis.kernel_model import BLOCK_SYMBOLS, THREAD_SYMBOLS
 from sirius.analysis.program_model import host_domain, statement_runs
 from sirius.core.target import H100, Target
+from sirius.fusion.check import emitted_figures
 from sirius.fusion.kernel_ir import CellWavesLaunch, CooperativeLaunch, phases_shared
 from sirius.fusion.shared_limits import block_shared_bytes
 
@@ -306,8 +307,11 @@ def fused_shape(label: str, lanes: list[list[LaunchShape]], threads: int | None 
 
 def registers_of(state) -> dict[str, int]:
     """Registers per thread of the original kernels (by mangled name) and of the fused ones
-    (by name), from the figures the promise check got from ptxas; empty without nvcc."""
+    (by name), from ptxas's figures of the emitted program: the promise check's, or asked
+    here where no limit needed them there; empty without nvcc."""
     figures = state.check.figures if state.check is not None else {}
+    if state.check is not None and state.check.bounded:
+        figures = emitted_figures(state.job, state.output)
     out = {mangled: f.registers for mangled, f in figures.items()}
     names = {k.name for k in state.fused} | {plan.name for plan in state.schedule.cooperative.values()}
     names |= {plan.name for plan in state.schedule.cell_waves.values()}

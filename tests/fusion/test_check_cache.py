@@ -98,3 +98,25 @@ def test_verify_asks_the_check_optimize_made_unless_an_include_was_re_pointed(tm
     verify = subprocess.run([sirius, "verify", str(original), str(out)], capture_output=True, text=True, env=env)
     assert verify.returncode == 0 and "no violations" in verify.stdout, verify.stdout + verify.stderr
     assert len(list((tmp_path / "cache" / "check").glob("*.pickle"))) == (2 if header_beside else 1)
+
+
+@pytest.mark.parametrize("threads, shared, asked", [(256, 0, False), (512, 0, True), (128, 16 * 1024, False), (128, 32 * 1024, True)])
+def test_ptxas_is_asked_only_where_a_limit_depends_on_its_figures(counted, monkeypatch, threads, shared, asked):
+    """256 threads at the most registers a thread may have (255) fill the register file
+    exactly: no figure of ptxas's can break a limit, and the check says so without asking.
+    512 threads may overflow it; 32 KB of static shared memory (more than half of the 48 KB a
+    block has without an opt-in) is more than the kernel model is taken for alone."""
+    job, _, _ = counted
+    calls = []
+    monkeypatch.setattr(check, "ptxas_figures", lambda j: calls.append(j) or {})
+    body = "  x[threadIdx.x] *= SCALE;\n"
+    if shared:
+        body = (f"  __shared__ float tile[{shared // 4}];\n  tile[threadIdx.x] = x[threadIdx.x];\n  __syncthreads();\n"
+                "  x[threadIdx.x] = tile[blockDim.x - 1 - threadIdx.x] * SCALE;\n")
+    source = PROGRAM.replace("__global__ void sirius_fused_0(float* x) { x[threadIdx.x] *= SCALE; }",
+                             f"__global__ void __launch_bounds__({threads}) sirius_fused_0(float* x) {{\n{body}}}"
+                             ).replace("<<<1, 256>>>", f"<<<1, {threads}>>>")
+    result = check.check_program(job, source=source)
+    assert result.kernels_checked == 1 and not result.violations
+    assert bool(calls) == asked and result.bounded == (not asked)
+    assert any("ptxas not asked" in note for note in result.notes) == (not asked)
