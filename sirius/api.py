@@ -238,5 +238,5 @@ def report_schema() -> dict[str, Any]:
     import json
     from importlib.resources import files
 
-    return json.loads(files("sirius").joinpath("schemas", "report-3.json").read_text())
+    return json.loads(files("sirius").joinpath("schemas", "report-4.json").read_text())
 

@@ -208,6 +208,15 @@ def _host_loops(st: OptimizeState) -> None:
     _uar(st)
 
 
+def loops_fused(plan: LoopFusionPlan) -> list[dict]:
+    """The report's ``loops_fused``: each chain's lines, and the variables renamed."""
+    return [{"lines": list(chain.lines)}
+            | ({"renamed": [{"line": loop.source.range.line, "name": name, "now": now}
+                            for loop in chain.loops for name, now in loop.renames]}
+               if any(loop.renames for loop in chain.loops) else {})
+            for chain in plan.chains]
+
+
 def loop_fused_job(job: CompileJob, text: bytes) -> CompileJob:
     """``job`` compiling ``text`` instead of its file: the text written under the file's name
     in a folder of the cache named by its content, the file's folder first on the include
@@ -507,7 +516,7 @@ def pairs_without_reason(state: OptimizeState) -> list[tuple[int, int]]:
     return missing
 
 
-REPORT_SCHEMA = "sirius-report/3"  # sirius/schemas/report-3.json: a changed shape is a new version
+REPORT_SCHEMA = "sirius-report/4"  # sirius/schemas/report-4.json: a changed shape is a new version
 
 
 def report(state: OptimizeState) -> dict[str, Any]:
@@ -538,7 +547,7 @@ def report(state: OptimizeState) -> dict[str, Any]:
         "schema": REPORT_SCHEMA,
         "program": str(state.job.path),
         "arrangement": state.arrangement,
-        "loops_fused": [{"lines": list(chain.lines)} for chain in state.loop_fusion.chains],
+        "loops_fused": loops_fused(state.loop_fusion),
         "loops_kept_apart": [{"lines": list(r.lines), "reason": r.reason} for r in state.loop_fusion.refusals],
         "policy": policy_name(state.policy),
         "launches_counted_per": model.counted_per,

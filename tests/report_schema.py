@@ -1,4 +1,4 @@
-"""The report's JSON schema (``sirius/schemas/report-3.json``) as the tests check it."""
+"""The report's JSON schema (``sirius/schemas/report-4.json``) as the tests check it."""
 
 import json
 

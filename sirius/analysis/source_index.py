@@ -10,6 +10,7 @@ the IR models (compiled with line tables) can be joined to it.
 from __future__ import annotations
 
 import functools
+from collections import Counter
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -137,6 +138,10 @@ class ForLoop:
     body_names: frozenset[str] = frozenset()
     body_declared: frozenset[str] = frozenset()  # the variables the body's own statements declare
     body_declares_types: bool = False  # it declares more than variables: a type, an enumeration, a using, a function
+    # the variables of ``body_declared`` that a rewrite may give another name: each declared
+    # once, and every token of the body spelled as it written there (no macro writes one or
+    # takes one as an argument) and naming that variable; with those tokens' offsets
+    body_renamable: tuple[tuple[str, tuple[int, ...]], ...] = ()
     # the header after the iterator's name (its initializer, condition and increment), the
     # iterator written ``@``: two loops with one such text count alike
     header_text: str | None = None
@@ -429,6 +434,15 @@ _EFFECT_NODES = (ci.CursorKind.COMPOUND_ASSIGNMENT_OPERATOR, ci.CursorKind.CXX_N
                  ci.CursorKind.CXX_DELETE_EXPR, ci.CursorKind.CXX_THROW_EXPR)
 
 
+def _builds_a_dim3(call) -> bool:
+    """``call`` constructs a ``dim3`` (``dim3 grid(n / 256);``, a copy): CUDA's header
+    declares its constructors, which only store their arguments (its arguments' effects are
+    their own nodes)."""
+    constructor = call.referenced
+    return (constructor is not None and constructor.kind == ci.CursorKind.CONSTRUCTOR
+            and constructor.semantic_parent.spelling == "dim3" and constructor.location.is_in_system_header)
+
+
 def _pure_declaration(stmt, changing_macros: frozenset[str]) -> bool:
     """A declaration whose initializers change nothing but the variables it declares:
     judged on clang's AST, so ``int row = (cursor += 1) - 1;`` is not pure however it is
@@ -443,7 +457,7 @@ def _changes_only(node, variables: frozenset[str], changing_macros: frozenset[st
     no macro of ``changing_macros`` in its text."""
     for n in cursor_preorder(node):
         kind = n.kind
-        if kind == ci.CursorKind.CALL_EXPR and n.spelling or kind in _EFFECT_NODES[1:]:
+        if kind == ci.CursorKind.CALL_EXPR and n.spelling and not _builds_a_dim3(n) or kind in _EFFECT_NODES[1:]:
             return False
         changes = kind == ci.CursorKind.COMPOUND_ASSIGNMENT_OPERATOR
         if kind == ci.CursorKind.UNARY_OPERATOR:
@@ -538,6 +552,33 @@ def _declarations_in(body) -> tuple[frozenset[str], bool]:
     declared = [d for st in stmts if st.kind == ci.CursorKind.DECL_STMT for d in cursor_children(st)]
     variables = frozenset(d.spelling for d in declared if d.kind == ci.CursorKind.VAR_DECL)
     return variables, any(d.kind != ci.CursorKind.VAR_DECL for d in declared)
+
+
+def _renamable_in(body, macro_extents: list[tuple[int, int]]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """The variables ``body``'s own statements declare that a rewrite may give another name,
+    with the offsets of the tokens naming them (``ForLoop.body_renamable``): a name declared
+    once there, whose tokens in the body are its declaration's and references to it, none
+    inside a macro's use (a macro may write the name, or paste or quote its argument)."""
+    stmts = cursor_children(body) if body.kind == ci.CursorKind.COMPOUND_STMT else ()
+    declared = [d for st in stmts if st.kind == ci.CursorKind.DECL_STMT for d in cursor_children(st)
+                if d.kind == ci.CursorKind.VAR_DECL]
+    counts = Counter(d.spelling for d in declared)
+    tokens: dict[str, set[int]] = {}
+    for t in body.get_tokens():
+        if t.kind == ci.TokenKind.IDENTIFIER:
+            tokens.setdefault(t.spelling, set()).add(t.location.offset)
+    nodes = list(cursor_preorder(body))
+    out = []
+    for decl in declared:
+        name = decl.spelling
+        if counts[name] != 1:
+            continue
+        named = {decl.location.offset} | {n.location.offset for n in nodes
+                                          if n.kind == ci.CursorKind.DECL_REF_EXPR and n.referenced == decl}
+        if named != tokens.get(name) or any(a <= at < b for at in named for a, b in macro_extents):
+            continue
+        out.append((name, tuple(sorted(named))))
+    return tuple(out)
 
 
 def _loop_body(for_stmt, changing_macros: frozenset[str]) -> tuple[tuple[str, SourceRange], ...]:
@@ -1069,6 +1110,11 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
     def in_main(c) -> bool:
         return c.location.file is not None and str(c.location.file) == main_file
 
+    @functools.lru_cache(maxsize=None)
+    def main_macro_extents() -> list[tuple[int, int]]:  # the main file's macro uses, with their arguments
+        return [(c.extent.start.offset, c.extent.end.offset) for c in cursor_children(tu.cursor)
+                if c.kind == ci.CursorKind.MACRO_INSTANTIATION and in_main(c)]
+
     def in_program(c) -> bool:  # host code indexed: the main file's, and program files'
         return c.location.file is not None and out.rewritten_file(str(c.location.file))
 
@@ -1128,7 +1174,7 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
                                              _range(body),
                                              declared.type.get_canonical().spelling if declared else None,
                                              _loop_step(c, iterator), _names_in(body), variables, others,
-                                             _header_text(c, iterator)))
+                                             _renamable_in(body, main_macro_extents()), _header_text(c, iterator)))
             if kind == ci.CursorKind.CALL_EXPR and function is not None:
                 children = list(cursor_children(c))
                 if len(children) >= 2 and children[1].kind == ci.CursorKind.CALL_EXPR \

@@ -25,7 +25,7 @@ from sirius.fusion.ir_text import format_program
 from sirius.fusion.policies import DEFAULT, load_policy
 from sirius.fusion.privatisation import format_copy_back
 from sirius.fusion.schedule import ARRANGEMENTS, RefusalKind
-from sirius.pipeline import OptimizeState, pass_names, rearrange, report, stage_names
+from sirius.pipeline import OptimizeState, loops_fused, pass_names, rearrange, report, stage_names
 from sirius.tuning.profitability import POLICIES
 
 HELP = "fuse kernel launches and write the optimized program"
@@ -119,7 +119,7 @@ def _dump(name: str, st: OptimizeState) -> None:
     elif name == "codegen":
         print(st.output)
     elif name == "host-loops":
-        for line in _loop_lines([c.lines for c in st.loop_fusion.chains],
+        for line in _loop_lines(loops_fused(st.loop_fusion),
                                 [(r.lines, r.reason) for r in st.loop_fusion.refusals]):
             print(line)
         if st.loop_fusion.chains:  # the text analysed from here on
@@ -138,8 +138,12 @@ def _dump(name: str, st: OptimizeState) -> None:
 
 
 def _loop_lines(fused, kept_apart) -> list[str]:
-    """The sibling loops merged (their lines) and kept apart (lines, reason), a line each."""
-    return ([f"loops at lines {', '.join(map(str, lines))} run as one loop" for lines in fused]
+    """The sibling loops merged (their lines, the variables renamed) and kept apart (lines,
+    reason), a line each."""
+    return ([f"loops at lines {', '.join(map(str, f['lines']))} run as one loop"
+             + "".join(f"; {r['name']} of the loop at line {r['line']} is written {r['now']} (the merged body "
+                       f"declares or names another {r['name']} before it)" for r in f.get("renamed", ()))
+             for f in fused]
             + [f"loops at lines {lines[0]} and {lines[1]} stay two loops: {reason}" for lines, reason in kept_apart])
 
 
@@ -160,7 +164,7 @@ def _render(rep: dict) -> str:
                 else f" (per {rep['launches_counted_per']})"),
              f"  launch statements: {rep['launch_statements_before']} -> {rep['launch_statements_after']}",
              f"  distinct kernels: {rep['kernels_before']} -> {rep['kernels_after']}"]
-    lines += ["  host " + line for line in _loop_lines([f["lines"] for f in rep.get("loops_fused", ())],
+    lines += ["  host " + line for line in _loop_lines(rep.get("loops_fused", ()),
                                                      [(k["lines"], k["reason"]) for k in rep.get("loops_kept_apart", ())])]
     for g in rep["groups"]:
         lanes = " | ".join(" -> ".join(_launch_label(m) for m in lane) for lane in g["lanes"])

@@ -39,7 +39,10 @@ Legal (``plan_loop_fusion``, each refusal a ``LoopFusionRefusal``) when:
 * the bodies declare only variables, and a later body neither names nor declares a name
   declared before it in the merged body (an earlier body's variable, a later iterator, the
   first iterator where the names differ), nor declares a name an earlier body uses (the
-  fused launch, and the original launches its guard falls back to, stand after it);
+  fused launch, and the original launches its guard falls back to, stand after it); but a
+  variable a later body declares is first given a new name where the merged body before it
+  declares or names that name too, if every token of the body spelled so is written there
+  (no macro writes or takes it) and names it (``_renamed``: both bodies' ``dim3 grid``);
 * no launch of the loops may fail to launch where the program reads launch statuses (the
   failures would be reported in another order).
 
@@ -50,6 +53,7 @@ that the schedule may fuse them.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -73,6 +77,9 @@ class HostLoop:
     source: ForLoop
     info: LoopInfo
     launches: tuple[int, ...]  # its launch statements, in program order
+    # variables its body declares that the merged body names otherwise: (name, new name),
+    # written so by ``rewrite_loops`` (``source`` names the new names)
+    renames: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -118,13 +125,14 @@ def plan_loop_fusion(model: ProgramModel, uar: UAR) -> LoopFusionPlan:
                 refusals.append(LoopFusionRefusal((previous.source.range.line, loop.source.range.line), between))
             _close(current, chains)
             continue
-        problem = _sibling_problem(model, uar, current or [previous], loop)
+        joining = _renamed(current or [previous], loop, text[file])
+        problem = _sibling_problem(model, uar, current or [previous], joining)
         if problem is not None:
             refusals.append(LoopFusionRefusal((previous.source.range.line, loop.source.range.line), problem))
             _close(current, chains)
             continue
         current = current or [previous]
-        current.append(loop)
+        current.append(joining)
     _close(current, chains)
     profitable = []
     for chain in chains:
@@ -139,7 +147,20 @@ def plan_loop_fusion(model: ProgramModel, uar: UAR) -> LoopFusionPlan:
 def rewrite_loops(text: bytes, chains: tuple[LoopChain, ...]) -> bytes:
     """``text`` (the main file) with each chain's loops as one loop, every line kept where it
     was: the first loop's closing brace, each later loop's header and opening brace go, each
-    later iterator declared equal to the first's (none where the names are one)."""
+    later iterator declared equal to the first's (none where the names are one), each renamed
+    variable of a later body written with its new name."""
+    renamed = {at: (len(old.encode()), new.encode()) for chain in chains for loop in chain.loops
+               for old, new in loop.renames for name, sites in loop.source.body_renamable if name == new
+               for at in sites}
+
+    def piece(start: int, end: int) -> bytes:
+        out, at = [], start
+        for site in sorted(o for o in renamed if start <= o < end):
+            length, name = renamed[site]
+            out += [text[at:site], name]
+            at = site + length
+        return b"".join(out) + text[at:end]
+
     out, at = [], 0
     for chain in sorted(chains, key=lambda c: c.loops[0].source.range.start_offset):
         first = chain.loops[0].source
@@ -149,13 +170,39 @@ def rewrite_loops(text: bytes, chains: tuple[LoopChain, ...]) -> bytes:
             header = text[src.range.start_offset:src.body_range.start_offset + 1]  # with the opening brace
             declared = "" if src.iterator == first.iterator else \
                 f"{src.iterator_type} {src.iterator} = {first.iterator}; "
-            out += [text[at:end], text[end + 1:src.range.start_offset], declared.encode(),
+            out += [piece(at, end), text[end + 1:src.range.start_offset], declared.encode(),
                     b"\n" * header.count(b"\n")]
             at, end = src.body_range.start_offset + 1, src.body_range.end_offset - 1
-        out.append(text[at:end])
+        out.append(piece(at, end))
         at = end
     out.append(text[at:])
     return b"".join(out)
+
+
+def _renamed(earlier: list[HostLoop], later: HostLoop, text: bytes) -> HostLoop:
+    """``later`` as it joins the ``earlier`` loops: each variable its body declares that the
+    merged body before it declares or names too (``_name_clash``), given a new name where the
+    body allows (``ForLoop.body_renamable``), one the file does not hold. The two bodies'
+    ``dim3 grid(...)``: the second's is ``grid_l66``, as are its uses."""
+    first, src = earlier[0].source, later.source
+    before = {name for loop in earlier for name in loop.source.body_declared | loop.source.body_names}
+    before |= {loop.source.iterator for loop in earlier}
+    renamable = {name: sites for name, sites in src.body_renamable}
+    clashing = sorted(name for name in src.body_declared & before if name in renamable)
+    if not clashing:
+        return later
+    renames = []
+    for name in clashing:
+        new = f"{name}_l{src.range.line}"
+        while re.search(rb"\b" + new.encode() + rb"\b", text):
+            new += "_"
+        renames.append((name, new))
+    table = dict(renames)
+    names = frozenset(table.get(n, n) for n in src.body_names)
+    declared = frozenset(table.get(n, n) for n in src.body_declared)
+    sites = tuple((table.get(n, n), s) for n, s in src.body_renamable)
+    source = dataclasses.replace(src, body_names=names, body_declared=declared, body_renamable=sites)
+    return dataclasses.replace(later, source=source, renames=later.renames + tuple(renames))
 
 
 def _close(current: list[HostLoop], chains: list[LoopChain]) -> None:
@@ -359,13 +406,18 @@ def _name_clash(earlier: list[ForLoop], later: ForLoop) -> str | None:
                 f"loop at line {first.range.line}")
     mine = later.body_names | later.body_declared | ({later.iterator} if later.iterator != first.iterator else set())
     seen = sorted(declared & mine)
+    if seen and seen[0] in later.body_declared:
+        return (f"the body of the loop at line {later.range.line} declares {seen[0]} as the merged body before it "
+                f"does, and it cannot be given another name: not every mention of it there names that variable "
+                f"(one before the declaration names another), or a macro writes or takes it")
     if seen:
         return (f"the body of the loop at line {later.range.line} names {seen[0]}, which means another variable "
                 f"after the body of the loop at line {first.range.line}")
     used = sorted(later.body_declared & {name for loop in earlier for name in loop.body_names})
     if used:
         return (f"the body of the loop at line {later.range.line} declares {used[0]}, which the launches before it "
-                f"name: merged, the fused launch after it would see its {used[0]}")
+                f"name, and it cannot be given another name (a mention of it there names another variable, or a "
+                f"macro writes or takes it): merged, the fused launch after it would see its {used[0]}")
     return None
 
 

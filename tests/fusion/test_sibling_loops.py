@@ -101,33 +101,35 @@ def test_the_fused_loops_verify_equal_at_two_sizes(fused, argv, steps):
 @pytest.mark.toolchain
 def test_near_misses_stay_two_loops_with_their_reasons(hazards):
     program, summary, report, out = hazards
-    # of three loops, the first two merge; the third would declare its iterator j again
-    assert report["loops_fused"] == [{"lines": [136, 139]}]
+    # of three loops, the first two merge; the third would declare its iterator j again. Both
+    # bodies' dim3 grid, and a later body's variable of the first body's kernel's name, are
+    # the later body's own: written with new names, the loops merge
+    assert report["loops_fused"] == [
+        {"lines": [62, 66], "renamed": [{"line": 66, "name": "grid", "now": "grid_l66"}]},
+        {"lines": [119, 122], "renamed": [{"line": 122, "name": "produce", "now": "produce_l122"}]},
+        {"lines": [136, 139]}]
     reasons = {tuple(r["lines"]): r["reason"] for r in report["loops_kept_apart"]}
     assert reasons == {
         # pairing the iterations of a loop that runs backwards would reorder its own steps
         (43, 46): "their iterations may run in other orders: the steps differ (+1, -1)",
         (53, 56): "the body of the loop at line 56 names slot, which means another variable after the body of the "
                   "loop at line 53",
-        (62, 66): "the body of the loop at line 62 holds other statements than launches and declarations without "
-                  "effects",
         (73, 77): "the body of the loop at line 73 holds other statements than launches and declarations without "
                   "effects",
         (83, 85): "the body of the loop at line 83 is not in braces",
-        # the blind red team's: red and black sweeps, a wrapping iterator, a typedef, a kernel's
-        # name declared, a directive between, a chain of i, j, j
+        # the blind red team's: red and black sweeps, a wrapping iterator, a typedef, a directive
+        # between, a chain of i, j, j
         (91, 94): "their iterators start from other values (= 0, = 1)",
         (100, 103): "their iterators have other types (int, unsigned char): equal counts of iterations need not give "
                     "equal values",
         (109, 113): "the body of the loop at line 109 declares more than variables (a type, an enumeration, an alias, "
                     "a using, a function): merged, it would change what the names of the bodies after it mean",
-        (119, 122): "the body of the loop at line 122 declares produce, which the launches before it name: merged, the "
-                    "fused launch after it would see its produce",
         (122, 130): "a preprocessor directive (line 127) stands between them: another build may put code between them",
         (139, 142): "the iterator j of the loop at line 142 would be declared twice in the loop at line 136",
     }, reasons
     # (per run: not known, since the wrapping unsigned char loop's iterations are not counted)
-    assert "launch statements: 22 -> 21" in summary, summary
+    assert "launch statements: 22 -> 19" in summary, summary
+    assert "dim3 grid_l66(blocks);" in out.read_text() and "const int produce_l122 = s;" in out.read_text()
     verify = sirius("verify", str(program), str(out))
     assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
 
@@ -173,6 +175,34 @@ def test_the_rewrite_keeps_every_line_where_it_was():
         "  }",
         "  done();",
     ]
+
+
+@pytest.mark.toolchain
+def test_a_later_body_s_variable_of_a_name_the_merged_body_has_is_written_with_a_new_name(tmp_path_factory):
+    """Both bodies compute a ``dim3 grid`` and ``block``; a later body declares a scale that
+    the earlier body's launch names outside: the later body's variables are written with new
+    names, on their lines, and the loops merge and fuse. A later body whose first launch
+    names the grid outside before declaring its own, or whose grid a macro takes, stays two
+    loops with the reason."""
+    program, summary, report, out = optimize(tmp_path_factory, "sibling_loop_names.cu")
+    assert report["loops_fused"] == [
+        {"lines": [45, 50], "renamed": [{"line": 50, "name": "block", "now": "block_l50"},
+                                        {"line": 50, "name": "grid", "now": "grid_l50"}]},
+        {"lines": [59, 62], "renamed": [{"line": 62, "name": "scale", "now": "scale_l62"}]}]
+    why = ("declares grid as the merged body before it does, and it cannot be given another name: not every mention "
+           "of it there names that variable (one before the declaration names another), or a macro writes or takes it")
+    assert {tuple(r["lines"]): r["reason"] for r in report["loops_kept_apart"]} == {
+        (70, 74): f"the body of the loop at line 74 {why}", (82, 86): f"the body of the loop at line 86 {why}"}
+    assert "launches per run: 45 -> 35" in summary, summary
+    emitted = out.read_text().splitlines()
+    original = program.read_text().splitlines()
+    at = next(i for i, line in enumerate(emitted) if "dim3 block_l50(128), grid_l50((n + 127) / 128);" in line)
+    assert "int scale_l62 = 2 * s;" in emitted[at + 12]  # twelve lines on, as in the original
+    assert "dim3 block(128), grid((n + 127) / 128);" in original[50]
+    assert "int scale = 2 * s;" in original[62]
+    verify = sirius("verify", str(program), str(out))
+    assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
+    assert "2 of them took their fused path" in verify.stdout, verify.stdout
 
 
 @pytest.mark.toolchain

@@ -58,7 +58,7 @@ int main() {
   }
   cudaMemset(z, 0, bytes);
 
-  // both bodies declare the grid they launch
+  // both bodies declare the grid they launch: the second is given a new name in one loop
   for (int s = 0; s < steps; ++s) {
     dim3 grid(blocks);
     produce<<<grid, 128>>>(y, x, n, s);
@@ -115,7 +115,7 @@ int main() {
   }
   cudaMemset(z, 0, bytes);
 
-  // the second body declares the name of the first body's kernel
+  // the second body declares the name of the first body's kernel: given a new name in one loop
   for (int s = 0; s < steps; ++s) {
     produce<<<blocks, 128>>>(y, x, n, s);
   }
