@@ -597,6 +597,7 @@ def report(state: OptimizeState) -> dict[str, Any]:
         "promise_check": None if state.check is None and not state.check_findings else {
             "kernels_checked": state.check.kernels_checked if state.check else 0,
             "ptxas": bool(state.check and state.check.ptxas),
+            "registers_bounded": bool(state.check and state.check.bounded),
             "violations_undone": [{"kernel": v.kernel, "what": v.what, "message": v.message}
                                   for v in state.check_findings],
             "notes": state.check.notes if state.check else []},

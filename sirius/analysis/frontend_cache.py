@@ -22,7 +22,7 @@ from typing import Callable
 from sirius.analysis.frontend import CompiledProgram, CompileJob
 from sirius.analysis.source_index import SourceIndex
 
-VERSION = 10  # of the entries' layout; raise when CompiledProgram or SourceIndex change shape
+VERSION = 11  # of the entries' layout; raise when CompiledProgram or SourceIndex change shape
 # the code that computes an entry: a change to it (a new fact in the index) makes new keys
 _CODE = hashlib.sha256(b"".join((Path(__file__).parent / name).read_bytes()
                                 for name in ("frontend.py", "source_index.py", "statement_flow.py", "program_ends.py",

@@ -14,6 +14,7 @@ from collections import Counter
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Callable
 
 import re
 
@@ -208,6 +209,12 @@ class SourceIndex:
     # offsets of the conditional directives (#if, #else, #endif, ...) of the main file and
     # program files: a launch on one side of one, another on the other side, are built apart
     conditionals: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    # offsets of the directives that change macros (#define, #undef, #pragma push_macro, an
+    # #include, ...) of the same files: a launch's macros after one may mean something else
+    macro_directives: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    # macros a build may define otherwise: given with -D, defined inside a conditional block
+    # of a file of the program (#ifndef STEPS), or #undef'd or defined twice
+    build_dependent_macros: frozenset[str] = frozenset()
     # the builtins of source positions (__builtin_COLUMN, __builtin_LINE, source_location) each
     # file names anywhere: a default argument may read them where a launch calls a function
     position_builtins: dict[str, frozenset[str]] = field(default_factory=dict)
@@ -236,6 +243,17 @@ class SourceIndex:
         while file in self.program_files:
             file, depth = self.program_files[file].parent, depth + 1
         return depth
+
+    def directive_in(self, where: SourceRange, conditionals: bool = True) -> int | None:
+        """The line of the first directive written inside ``where`` that changes macros
+        (#define, #undef, #pragma, #include), or a conditional one (#if...) unless not
+        ``conditionals``; None when there is none."""
+        tables = (self.macro_directives,) + ((self.conditionals,) if conditionals else ())
+        inside = [at for table in tables for at in table.get(where.file, ())
+                  if where.start_offset <= at < where.end_offset]
+        if not inside:
+            return None
+        return Path(where.file).read_bytes().count(b"\n", 0, min(inside)) + 1
 
     def macros_in(self, ranges: list[SourceRange], objects_only: bool = True) -> list[str]:
         """The program's object-like macros (all, without ``objects_only``) used in
@@ -564,14 +582,20 @@ def _renamable_in(body, macro_extents: list[tuple[int, int]]) -> tuple[tuple[str
                 if d.kind == ci.CursorKind.VAR_DECL]
     counts = Counter(d.spelling for d in declared)
     tokens: dict[str, set[int]] = {}
+    previous = None
     for t in body.get_tokens():
-        if t.kind == ci.TokenKind.IDENTIFIER:
-            tokens.setdefault(t.spelling, set()).add(t.location.offset)
+        after, previous = previous, t.spelling
+        if t.kind == ci.TokenKind.IDENTIFIER and after not in (".", "->", "::"):  # (a member's name, a qualified one)
+            # a token written otherwise than its name (split by a line splice, a \u escape) is
+            # not the name's bytes: it counts as another
+            written = t.extent.end.offset - t.extent.start.offset == len(t.spelling.encode())
+            tokens.setdefault(t.spelling if written else "", set()).add(t.location.offset)
     nodes = list(cursor_preorder(body))
     out = []
     for decl in declared:
         name = decl.spelling
-        if counts[name] != 1:
+        # one declaration of it, of a variable without linkage (``extern`` names another's)
+        if counts[name] != 1 or decl.storage_class == ci.StorageClass.EXTERN:
             continue
         named = {decl.location.offset} | {n.location.offset for n in nodes
                                           if n.kind == ci.CursorKind.DECL_REF_EXPR and n.referenced == decl}
@@ -831,6 +855,8 @@ def _index_macros(tu, defines: tuple[str, ...], out: SourceIndex, source: str) -
             out.function_like_macros.add(bare)
     out.redefined_macros = set(re.findall(r"^[ \t]*#[ \t]*undef[ \t]+(\w+)", source, re.M))
     out.redefined_macros |= set(re.findall(r"push_macro[ \t]*\([ \t]*\"(\w+)\"", source))
+    conditional = set()  # defined inside an #if block of a file (include guards aside)
+    depths: dict[str, Callable[[int], int]] = {}
     for c in cursor_children(tu.cursor):
         kind = c.kind
         if kind != ci.CursorKind.MACRO_DEFINITION and kind != ci.CursorKind.MACRO_INSTANTIATION:
@@ -840,6 +866,12 @@ def _index_macros(tu, defines: tuple[str, ...], out: SourceIndex, source: str) -
             continue
         if kind == ci.CursorKind.MACRO_DEFINITION and c.spelling in out.macros:
             out.redefined_macros.add(c.spelling)
+        if kind == ci.CursorKind.MACRO_DEFINITION:
+            file = str(location.file)
+            if file not in depths:
+                depths[file] = _conditional_depth(Path(file).read_bytes())
+            if depths[file](c.extent.start.offset) > 0:
+                conditional.add(c.spelling)
         if kind == ci.CursorKind.MACRO_DEFINITION and c.spelling not in given:
             tokens = list(c.get_tokens())
             function_like = len(tokens) > 1 and tokens[1].spelling == "(" \
@@ -854,6 +886,25 @@ def _index_macros(tu, defines: tuple[str, ...], out: SourceIndex, source: str) -
                 out.function_like_macros.add(c.spelling)
         elif kind == ci.CursorKind.MACRO_INSTANTIATION:
             out.macro_uses.append(MacroUse(c.spelling, str(location.file), c.extent.start.offset))
+    out.build_dependent_macros = frozenset(conditional | out.redefined_macros
+                                           | {name.split("(", 1)[0] for name in given})
+
+
+def _conditional_depth(text: bytes) -> Callable[[int], int]:
+    """How many ``#if`` blocks of ``text`` hold an offset, the file's include guard (an
+    ``#ifndef G`` first, ``#define G`` next, its ``#endif`` last) not counted."""
+    marks = [(m.start(), m.group().strip()) for m in _CONDITIONAL.finditer(text)]
+    guard = re.match(rb"\s*(?:(?://[^\n]*|/\*.*?\*/)\s*)*#[ \t]*ifndef[ \t]+(\w+)\s*#[ \t]*define[ \t]+(\w+)", text, re.S)
+    guarded = guard is not None and guard.group(1) == guard.group(2) and marks and _CLOSES.match(marks[-1][1])
+
+    def depth(offset: int) -> int:
+        level = -1 if guarded else 0
+        for at, mark in marks:
+            if at >= offset:
+                break
+            level += 1 if _OPENS.match(mark) else -1 if _CLOSES.match(mark) else 0
+        return level
+    return depth
 
 
 def _include_points(tu, main_file: str, source: bytes) -> dict[str, int]:
@@ -891,6 +942,8 @@ _FUNCTION_NAMES = ("__func__", "__FUNCTION__", "__PRETTY_FUNCTION__", "__builtin
 _CALLER_FILE = re.compile(rb"\b(?:__builtin_FILE|__builtin_FILE_NAME|source_location)\b")
 _POSITION_BUILTINS = re.compile(rb"\b(__builtin_COLUMN|__builtin_LINE|source_location)\b")
 _CONDITIONAL = re.compile(rb"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b", re.M)
+_MACRO_DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef|pragma|include|include_next|import)\b", re.M)
+_OPENS, _CLOSES = re.compile(rb"#[ \t]*if"), re.compile(rb"#[ \t]*endif")
 _CONTEXT_NAMES = {"__has_include", "__has_include_next", "__INCLUDE_LEVEL__", "__FILE__", "__FILE_NAME__",
                   "__BASE_FILE__", "__builtin_FILE", "__builtin_FILE_NAME", "source_location"}
 _AT_FILE_SCOPE = {ci.CursorKind.NO_DECL_FOUND, ci.CursorKind.TRANSLATION_UNIT, ci.CursorKind.INCLUSION_DIRECTIVE,
@@ -1226,6 +1279,8 @@ def build_source_index(job: CompileJob, bodies: bool = True) -> SourceIndex:
     out.included = tuple(sorted({str(inc.include) for inc in tu.get_includes() if inc.include is not None}))
     out.conditionals = {f: tuple(m.start() for m in _CONDITIONAL.finditer(text_of_file(f)))
                         for f in (main_file, *out.program_files)}
+    out.macro_directives = {f: tuple(m.start() for m in _MACRO_DIRECTIVE.finditer(text_of_file(f)))
+                            for f in (main_file, *out.program_files)}
     out.position_builtins = {f: frozenset(m.decode() for m in _POSITION_BUILTINS.findall(text_of_file(f)))
                              for f in (main_file, *out.program_files)}
     lone_cr = re.search(rb"\r(?!\n)", source)

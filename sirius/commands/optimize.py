@@ -228,7 +228,9 @@ def _render(rep: dict) -> str:
         undone = check["violations_undone"]
         lines.append(f"  promise check: {n} fused kernel{'' if n == 1 else 's'}, "
                      + (f"{len(undone)} violations undone (internal errors, see the refusals)" if undone
-                        else "no violations") + ("" if check["ptxas"] else " (no ptxas: registers not checked)"))
+                        else "no violations")
+                     + ("" if check["ptxas"] else " (registers bounded: blocks of at most 256 threads)"
+                        if check["registers_bounded"] else " (no ptxas: registers not checked)"))
     return "\n".join(lines) + "\n"
 
 

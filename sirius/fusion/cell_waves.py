@@ -193,6 +193,11 @@ def plan_cell_waves(model: ProgramModel, schedule: Schedule, rep: Repetition) ->
     """The waves of ``rep``'s cells, or why not (see the module docstring)."""
     launches = tuple(idx for row in rep.statements for idx in row)
     why = lambda r: no_waves(launches, r)
+    directive = model.source.directive_in(rep.loop.range, conditionals=False)
+    if directive is not None:  # (a conditional reads alike in both copies)
+        return why(f"a preprocessor directive (line {directive}) stands in the loop, whose text the emitted program "
+                   "writes twice (its values checked, then the loop as written): in the second copy its macros would "
+                   "be those the first left")
     for idx in representative(rep):
         inst = model.launch(idx)
         problem = fragment_problem(model, inst)

@@ -219,7 +219,7 @@ def _fused_launches(model: ProgramModel):
     """Each launch of a generated kernel, once: the launch, and the kernel's name and match."""
     done: set[tuple[str, int]] = set()
     for inst in model.launches:
-        m = FUSED_KERNEL.match(inst.kernel.name.split("(")[0].split(" ")[-1])
+        m = FUSED_KERNEL.match(inst.kernel.name.split("(")[0].split(" ")[-1].split("::")[-1])  # (ns::sirius_fused_0)
         if m is None or (inst.kernel.mangled, inst.index) in done:
             continue
         done.add((inst.kernel.mangled, inst.index))

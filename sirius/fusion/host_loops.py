@@ -44,7 +44,11 @@ Legal (``plan_loop_fusion``, each refusal a ``LoopFusionRefusal``) when:
   declares or names that name too, if every token of the body spelled so is written there
   (no macro writes or takes it) and names it (``_renamed``: both bodies' ``dim3 grid``);
 * no launch of the loops may fail to launch where the program reads launch statuses (the
-  failures would be reported in another order).
+  failures would be reported in another order);
+* the merge is proven for this build, and is not guarded at run time as a fused launch is:
+  no preprocessor directive stands in a loop, and no macro of the loops' text or of the
+  kernels they launch is one another build may define otherwise (given with ``-D``,
+  defined inside a conditional block, ``#undef``'d or defined twice: ``#ifndef STEPS``).
 
 Profitable (the policy): the loops are fused only when some launch of the first body and
 some launch of a later one are not joined by a global dependence within an iteration, so
@@ -408,16 +412,18 @@ def _name_clash(earlier: list[ForLoop], later: ForLoop) -> str | None:
     seen = sorted(declared & mine)
     if seen and seen[0] in later.body_declared:
         return (f"the body of the loop at line {later.range.line} declares {seen[0]} as the merged body before it "
-                f"does, and it cannot be given another name: not every mention of it there names that variable "
-                f"(one before the declaration names another), or a macro writes or takes it")
+                f"does, and it cannot be given another name: it is declared extern, or not every mention of it "
+                f"there is written as its name and names it (one before the declaration names another, a macro "
+                f"writes or takes one, a line splice divides one)")
     if seen:
         return (f"the body of the loop at line {later.range.line} names {seen[0]}, which means another variable "
                 f"after the body of the loop at line {first.range.line}")
     used = sorted(later.body_declared & {name for loop in earlier for name in loop.body_names})
     if used:
         return (f"the body of the loop at line {later.range.line} declares {used[0]}, which the launches before it "
-                f"name, and it cannot be given another name (a mention of it there names another variable, or a "
-                f"macro writes or takes it): merged, the fused launch after it would see its {used[0]}")
+                f"name, and it cannot be given another name (it is declared extern, or a mention of it there "
+                f"names another variable or is not written as its name): merged, the fused launch after it would "
+                f"see its {used[0]}")
     return None
 
 
@@ -436,6 +442,15 @@ def _loop_problem(model: ProgramModel, loop: HostLoop) -> str | None:
     if any(kind not in ("launch", "decl") for kind, _ in src.body):
         return (f"the body of the loop at line {line} holds other statements than launches and declarations "
                 "without effects")
+    directive = model.source.directive_in(src.range)
+    if directive is not None:
+        return (f"a preprocessor directive (line {directive}) stands in the loop at line {line}: another build may "
+                "compile the loop otherwise, or its macros mean another thing where the merged loop writes them")
+    built = _build_dependent(model, loop)
+    if built:
+        return (f"the loop at line {line} or a kernel it launches uses {built[0]}, a macro another build may define "
+                "otherwise (given with -D, defined under a condition, or redefined): the merged loop is proven for "
+                "this build only")
     stmts = [s for s in model.host.statements if loop.info.iterator in s.loops]
     other = next((s for s in stmts if s.kind != "launch"), None)
     if other is not None:
@@ -455,6 +470,18 @@ def _loop_problem(model: ProgramModel, loop: HostLoop) -> str | None:
         if problem is not None:
             return f"{inst.kernel.name} ({inst.where}) cannot be fused: {problem.text}"
     return None
+
+
+def _build_dependent(model: ProgramModel, loop: HostLoop) -> list[str]:
+    """The macros of the loop's text (its header, its body) and of the kernels and device
+    functions it launches that another build may define otherwise: its iterations, its
+    launches' arguments and the kernels' accesses, and so the dependences that make the
+    merge legal, may differ there, and the merge is not guarded as a fused launch is."""
+    instances = model.instances()
+    ranges = [loop.source.range] + [d.range for d in (model.kernel_decls.get(instances[i].kernel.mangled)
+                                                     for i in loop.launches if i in instances) if d is not None]
+    used = model.source.macros_in(ranges + model.source.device_function_ranges, objects_only=False)
+    return [name for name in used if name in model.source.build_dependent_macros]
 
 
 def _braced(src: ForLoop) -> bool:

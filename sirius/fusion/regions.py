@@ -161,11 +161,16 @@ def _separator(index: SourceIndex, stmts, inst, previous: int | None, launch: Ho
     if a.site.function != b.site.function:
         return Problem(RefusalKind.HOST_FUNCTION,
                        f"they are in different host functions ({a.site.function}, {b.site.function})")
-    split = _conditional_between(index, a.site, b.site)
+    where = "" if a.site.range.file == index.main_file else f"{Path(a.site.range.file).name} "
+    split = _directive_between(index.conditionals, a.site, b.site)
     if split is not None:
-        where = "" if a.site.range.file == index.main_file else f"{Path(a.site.range.file).name} "
         return Problem(RefusalKind.CONTROL_FLOW, f"a preprocessor conditional ({where}line {split}) is between them: "
                                                  "another build may leave one out")
+    split = _directive_between(index.macro_directives, a.site, b.site)
+    if split is not None:
+        return Problem(RefusalKind.CONTROL_FLOW, f"a preprocessor directive ({where}line {split}) is between them: "
+                                                 "it may change what a macro of the first launch means where the "
+                                                 "fused launch (or the original launches it falls back to) stands")
     flow = _flow_between(index, a.site, b.site)
     if flow is Flow.OBSERVED_EXIT:
         named = list(dict.fromkeys(f"{o.what} at line {o.line}" for o in index.end_observers))
@@ -178,13 +183,15 @@ def _separator(index: SourceIndex, stmts, inst, previous: int | None, launch: Ho
     return None
 
 
-def _conditional_between(index: SourceIndex, a: LaunchSite, b: LaunchSite) -> int | None:
-    """The line of a conditional directive (#if, #else, #endif, ...) between launch ``a``
-    and launch ``b``, written in one file: the fused launch stands where ``b`` is, and a
-    build that leaves either out must run the other alone."""
+def _directive_between(directives: dict[str, tuple[int, ...]], a: LaunchSite, b: LaunchSite) -> int | None:
+    """The line of a directive of ``directives`` (by file: the conditionals, #if, #else,
+    #endif...; or those that change macros, #define, #undef...) between launch ``a`` and
+    launch ``b``, written in one file: the fused launch stands where ``b`` is, and a build
+    that leaves either out must run the other alone; ``a``'s text written there would
+    expand the macros as they are defined there."""
     if a.range.file != b.range.file:
         return None
-    for offset in index.conditionals.get(a.range.file, ()):
+    for offset in directives.get(a.range.file, ()):
         if min(a.range.end_offset, b.range.end_offset) <= offset < max(a.range.start_offset, b.range.start_offset):
             return Path(a.range.file).read_bytes().count(b"\n", 0, offset) + 1
     return None

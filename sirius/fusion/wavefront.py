@@ -120,6 +120,11 @@ def plan_wavefront(model: ProgramModel, uar: UAR, region: Region, group: FusionG
         return why("the outer loop holds more than the inner loop")
     if outer_loop.iterator is None or inner_loop.iterator is None:
         return why("a loop does not declare its own iterator variable")
+    directive = model.source.directive_in(outer_loop.range, conditionals=False)
+    if directive is not None:  # (a conditional reads alike in both copies)
+        return why(f"a preprocessor directive (line {directive}) stands in the loop nest, whose text the emitted "
+                   "program writes twice (its values checked, then the nest as written): in the second copy its "
+                   "macros would be those the first left")
     if not (outer_loop.header_pure and inner_loop.header_pure):
         return why("a loop's condition or increment changes more than its iterator")
     if any(k not in ("decl", "launch") for k, _ in inner_loop.body) or \

@@ -120,3 +120,13 @@ def test_ptxas_is_asked_only_where_a_limit_depends_on_its_figures(counted, monke
     assert result.kernels_checked == 1 and not result.violations
     assert bool(calls) == asked and result.bounded == (not asked)
     assert any("ptxas not asked" in note for note in result.notes) == (not asked)
+
+
+def test_a_generated_kernel_in_a_namespace_is_checked(counted):
+    """The blind red team's: a fused kernel emitted into the namespace of the kernels it
+    fuses (``ops::sirius_fused_0``) went unchecked (0 fused kernels)."""
+    job, _, _ = counted
+    source = PROGRAM.replace("__global__ void sirius_fused_0(float* x) { x[threadIdx.x] *= SCALE; }",
+                             "namespace ops {\n__global__ void sirius_fused_0(float* x) { x[threadIdx.x] *= SCALE; }\n}"
+                             ).replace("  sirius_fused_0<<<", "  ops::sirius_fused_0<<<")
+    assert check.check_program(job, source=source).kernels_checked == 1

@@ -189,8 +189,9 @@ def test_a_later_body_s_variable_of_a_name_the_merged_body_has_is_written_with_a
         {"lines": [45, 50], "renamed": [{"line": 50, "name": "block", "now": "block_l50"},
                                         {"line": 50, "name": "grid", "now": "grid_l50"}]},
         {"lines": [59, 62], "renamed": [{"line": 62, "name": "scale", "now": "scale_l62"}]}]
-    why = ("declares grid as the merged body before it does, and it cannot be given another name: not every mention "
-           "of it there names that variable (one before the declaration names another), or a macro writes or takes it")
+    why = ("declares grid as the merged body before it does, and it cannot be given another name: it is declared "
+           "extern, or not every mention of it there is written as its name and names it (one before the "
+           "declaration names another, a macro writes or takes one, a line splice divides one)")
     assert {tuple(r["lines"]): r["reason"] for r in report["loops_kept_apart"]} == {
         (70, 74): f"the body of the loop at line 74 {why}", (82, 86): f"the body of the loop at line 86 {why}"}
     assert "launches per run: 45 -> 35" in summary, summary
@@ -203,6 +204,49 @@ def test_a_later_body_s_variable_of_a_name_the_merged_body_has_is_written_with_a
     verify = sirius("verify", str(program), str(out))
     assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
     assert "2 of them took their fused path" in verify.stdout, verify.stdout
+
+
+@pytest.mark.toolchain
+def test_a_merge_another_build_would_break_stays_two_loops(tmp_path_factory):
+    """The blind red team of renamed loop variables: trip counts and a chunk a build sets
+    (``#ifndef``), a conditional in a body, a later ``extern`` variable, a use written
+    across a line splice, and a macro redefined between two launches were merged, fused or
+    renamed for this build only (or into another name). Each stays apart with its reason;
+    the rebuilds that broke them verify equal; a macro defined once, outside any condition,
+    still merges its loops."""
+    program, summary, report, out = optimize(tmp_path_factory, "sibling_loop_builds.cu")
+    assert report["loops_fused"] == [{"lines": [109, 112]}]
+    build = ("a macro another build may define otherwise (given with -D, defined under a condition, or redefined): "
+             "the merged loop is proven for this build only")
+    unnamed = ("declares {} as the merged body before it does, and it cannot be given another name: it is declared "
+               "extern, or not every mention of it there is written as its name and names it (one before the "
+               "declaration names another, a macro writes or takes one, a line splice divides one)")
+    assert {tuple(r["lines"]): r["reason"] for r in report["loops_kept_apart"]} == {
+        (46, 49): f"the loop at line 46 or a kernel it launches uses SCALE_STEPS, {build}",
+        (55, 58): f"the loop at line 58 or a kernel it launches uses SRC_CHUNK, {build}",
+        (64, 67): "a preprocessor directive (line 68) stands in the loop at line 67: another build may compile the "
+                  "loop otherwise, or its macros mean another thing where the merged loop writes them",
+        (77, 81): "the body of the loop at line 81 " + unnamed.format("gain"),
+        (88, 92): "the body of the loop at line 92 " + unnamed.format("coef"),
+    }
+    assert ("not fused: scale (line 101), addto (line 104): a preprocessor directive (line 102) is between them: it "
+            "may change what a macro of the first launch means") in summary, summary
+    for rebuild in ((), ("-DADD_STEPS=2",), ("-DSRC_CHUNK(i)=(3-(i))",), ("-DMIRROR=1",)):
+        verify = sirius("verify", str(program), str(out), *rebuild)
+        assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
+
+
+@pytest.mark.toolchain
+def test_a_loop_redefining_a_macro_is_not_written_twice_by_the_persistent_kernel(tmp_path_factory):
+    """The emitted program writes a loop run whole as one launch twice (its values
+    checked, then the loop as written): a ``#define`` in it would reach the second copy."""
+    program, summary, _, out = optimize(tmp_path_factory, "persistent_loop_directive.cu", "--cooperative",
+                                        "--persistent")
+    assert "launches per run: 8 -> 8" in summary, summary
+    assert ("no waves over (step, layer): a preprocessor directive (line 36) stands in the loop, whose text the "
+            "emitted program writes twice") in summary, summary
+    verify = sirius("verify", str(program), str(out))
+    assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
 
 
 @pytest.mark.toolchain
