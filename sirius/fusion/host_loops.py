@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 import islpy as isl
@@ -138,6 +139,7 @@ def plan_loop_fusion(model: ProgramModel, uar: UAR) -> LoopFusionPlan:
         current = current or [previous]
         current.append(joining)
     _close(current, chains)
+    refusals += _on_shared_lines(model, loops, text)
     profitable = []
     for chain in chains:
         reason = _unprofitable(model, uar, chain)
@@ -230,6 +232,25 @@ def _loops_with_launches(model: ProgramModel) -> list[HostLoop]:
         if launches:
             out.append(HostLoop(source, info, launches))
     return sorted(out, key=lambda lp: (lp.source.range.file, lp.source.range.start_offset))
+
+
+def _on_shared_lines(model: ProgramModel, loops: list[HostLoop], text: dict[str, bytes]) -> list[LoopFusionRefusal]:
+    """A refusal for each loop with launches right after another (``loops``) that stands on
+    a line with another ``for`` statement: the analysis tells loops apart by their lines,
+    and leaves such loops out of ``loops``."""
+    lines = Counter(f.range.line for f in model.source.for_loops if f.range.file == model.source.main_file)
+    out = []
+    for loop in loops:
+        file = loop.source.range.file
+        if file not in text:
+            with open(file, "rb") as handle:
+                text[file] = handle.read()
+        for other in model.source.for_loops:
+            if lines[other.range.line] > 1 and other.range.file == file and _consecutive(text[file], loop.source, other):
+                out.append(LoopFusionRefusal((loop.source.range.line, other.range.line),
+                                             f"another for statement stands on line {other.range.line}: the optimizer "
+                                             "tells host loops apart by their lines"))
+    return out
 
 
 def _consecutive(text: bytes, first: ForLoop, second: ForLoop) -> bool:

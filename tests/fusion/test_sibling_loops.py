@@ -228,6 +228,7 @@ def test_a_merge_another_build_would_break_stays_two_loops(tmp_path_factory):
                   "loop otherwise, or its macros mean another thing where the merged loop writes them",
         (77, 81): "the body of the loop at line 81 " + unnamed.format("gain"),
         (88, 92): "the body of the loop at line 92 " + unnamed.format("coef"),
+        (118, 121): "another for statement stands on line 121: the optimizer tells host loops apart by their lines",
     }
     assert ("not fused: scale (line 101), addto (line 104): a preprocessor directive (line 102) is between them: it "
             "may change what a macro of the first launch means") in summary, summary
