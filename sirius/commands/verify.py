@@ -9,7 +9,10 @@ within the same tolerance, timing lines ignored) and the exit statuses. A
 table gives, per buffer, the largest absolute and relative difference. On the
 CPU backend the programs run with one worker thread unless ``--threads`` says
 otherwise, so that results depending on the order of blocks (float atomics)
-are reproducible.
+are reproducible; but a cooperative launch runs all of its blocks at once (its
+grid barriers need them resident), so float atomics in its phases add in
+another order than the original's launches did, as on a GPU: compare such
+programs with ``--rtol``.
 
 Before running, the optimized program's fused kernels (``sirius_fused_N``,
 ``sirius_wave_N``) go through the promise check (``fusion/check.py``):
