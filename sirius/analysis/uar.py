@@ -394,7 +394,7 @@ def _classify(a: HostStatement, b: HostStatement, buf: str, kind: str, rel: isl.
     if a.kind != "launch" or b.kind != "launch":
         return Dependence(a.index, b.index, buf, kind, str(rel), None, same_iteration=same_iteration)
     width = _width(a, b, rel, maps, ctx)
-    iteration_width = width if width == "thread" or not same_iteration or same_iter_rel.is_equal(rel) else \
+    iteration_width = width if width == "thread" or not same_iteration or _within_iterations(a, b, rel, ctx) else \
         _width(a, b, same_iter_rel, maps, ctx)
     reindexed_width, side = None, None
     if width != "thread" and same_iteration and reindexed_widths:
@@ -407,6 +407,20 @@ def _classify(a: HostStatement, b: HostStatement, buf: str, kind: str, rel: isl.
             side = None
     return Dependence(a.index, b.index, buf, kind, str(rel), width, reindexed_width, side, same_iteration,
                       iteration_width)
+
+
+def _within_iterations(a: HostStatement, b: HostStatement, rel: isl.Map, ctx: str) -> bool:
+    """Every pair of ``rel`` is in one iteration of the loops around both statements (``rel``
+    equals its part within iterations): no pair with an iterator before or after the other's.
+    Asked one loop and one side at a time: isl answers these at once where the equality of
+    the two relations, with modulo indexing in grid-stride loops, took it minutes."""
+    da, db = _instance_dims(a), _instance_dims(b)
+    ins, outs = ", ".join(f"{d}_s" for d in da), ", ".join(f"{d}_d" for d in db)
+    for h in (h for h in a.loops if h in b.loops):
+        for apart in (f"{h}_s < {h}_d", f"{h}_s > {h}_d"):
+            if not rel.intersect(_parsed_map(f"{ctx}{{ S{a.index}[{ins}] -> S{b.index}[{outs}] : {apart} }}")).is_empty():
+                return False
+    return True
 
 
 def _writes_block_disjoint(a: HostStatement, maps, ctx: str) -> bool:

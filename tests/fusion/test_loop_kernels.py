@@ -68,6 +68,21 @@ def test_a_loop_counting_from_one_runs_its_steps_in_order(tmp_path):
     assert verify.returncode == 0 and "result: all equal" in verify.stdout and "waves of cells 1" in verify.stdout, \
         verify.stdout + verify.stderr
 
+
+def test_grid_stride_kernels_with_modulo_indexing_are_analysed_in_seconds(tmp_path):
+    """Found by the blind red team of whole-loop launches: whether a dependence between two
+    grid-stride kernels reading ``in[(i + 777) % n]`` stays within one iteration of the time
+    loop was asked of isl as the equality of two relations, which did not finish in minutes;
+    asked one loop and one side at a time, it is answered at once."""
+    source, out = PROGRAMS / "grid_stride_modulo.cu", tmp_path / "grid_stride_modulo.cu"
+    proc = subprocess.run([SIRIUS, "optimize", str(source), "--cooperative", "--persistent", "-o", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "launches per run: 8 -> 1" in proc.stdout, proc.stdout + proc.stderr
+    verify = sirius("verify", str(source), str(out), "-DSIRIUS_COOPERATIVE_MAX_BLOCKS=3")
+    assert verify.returncode == 0 and "result: all equal" in verify.stdout and "waves of cells 1" in verify.stdout, \
+        verify.stdout + verify.stderr
+
+
 LOOP = "  for (int t = 0; t < STEPS; ++t) {"
 RELAX = "    relax<<<N / THREADS, THREADS>>>(next, u);"
 
