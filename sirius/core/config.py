@@ -62,13 +62,7 @@ class Toolchain:
 
     @property
     def clang_resource_dir(self) -> str:
-        return _clang_resource_dir(self.clang)
-
-
-@functools.lru_cache(maxsize=None)
-def _clang_resource_dir(clang: str) -> str:
-    """Every analysis (and every key of the frontend cache) needs it."""
-    return tool_answer(clang, "-print-resource-dir")
+        return tool_answer(self.clang, "-print-resource-dir")  # every analysis (and frontend-cache key) asks
 
 
 @functools.lru_cache(maxsize=None)

@@ -156,8 +156,7 @@ def rewrite_loops(text: bytes, chains: tuple[LoopChain, ...]) -> bytes:
     later iterator declared equal to the first's (none where the names are one), each renamed
     variable of a later body written with its new name."""
     renamed = {at: (len(old.encode()), new.encode()) for chain in chains for loop in chain.loops
-               for old, new in loop.renames for name, sites in loop.source.body_renamable if name == new
-               for at in sites}
+               for old, new in loop.renames for at in dict(loop.source.body_renamable)[new]}
 
     def piece(start: int, end: int) -> bytes:
         out, at = [], start
@@ -190,7 +189,7 @@ def _renamed(earlier: list[HostLoop], later: HostLoop, text: bytes) -> HostLoop:
     merged body before it declares or names too (``_name_clash``), given a new name where the
     body allows (``ForLoop.body_renamable``), one the file does not hold. The two bodies'
     ``dim3 grid(...)``: the second's is ``grid_l66``, as are its uses."""
-    first, src = earlier[0].source, later.source
+    src = later.source
     before = {name for loop in earlier for name in loop.source.body_declared | loop.source.body_names}
     before |= {loop.source.iterator for loop in earlier}
     renamable = {name: sites for name, sites in src.body_renamable}
