@@ -629,10 +629,15 @@ def _grid_domain(fk, insts) -> dict[str, Any]:
     run_time = [f for lane in fk.lanes for f in lane.fragments if f.grid is None]
     if not run_time:
         return {}
-    launches = ", ".join(f"{insts[f.launch].kernel.name} ({insts[f.launch].where})"
-                         for lane in fk.lanes for f in lane.fragments)
-    return {"domain": f"every grid the host computes at run time, where {launches} have one grid "
-                      "(checked before the fused launch)"}
+    if len(fk.lanes) == 1:
+        launches = ", ".join(f"{insts[f.launch].kernel.name} ({insts[f.launch].where})"
+                             for lane in fk.lanes for f in lane.fragments)
+        return {"domain": f"every grid the host computes at run time, where {launches} have one grid "
+                          "(checked before the fused launch)"}
+    lanes = "; ".join(", ".join(f"{insts[f.launch].kernel.name} ({insts[f.launch].where})" for f in lane.fragments)
+                      + (" (one grid)" if len(lane.fragments) > 1 else "") for lane in fk.lanes)
+    return {"domain": f"every grid the host computes at run time, side by side: {lanes}; where each grid is one "
+                      "its launch can run in and all their blocks fit one grid (checked before the fused launch)"}
 
 
 def _kernel_facts(state: OptimizeState, group: int) -> dict[str, Any]:

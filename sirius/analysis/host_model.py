@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
+import islpy as isl
+
 from sirius.analysis.cfg import loop_nest, structured_order
 from sirius.analysis.evaluate import Evaluator, Formula, LoopInfo, Pointer, conjunction
 from sirius.analysis.ir import Arg, Block, Const, Function, Instr, Module, TypeLayout, Value, c_float_literal
@@ -686,7 +688,26 @@ class _HostModelBuilder:
             bytes=Expr.const(size) if size is not None else None,
             call=f"host {verb} of __managed__ {self._readable(name)}{how}", inlined_from=ins.inlined_from))
 
-    def _dim3(self, xy: Value, z: Value) -> Dim3:
+    def _below_2_32(self, value: Value, nest: tuple[str, ...], domain: Formula | None) -> bool:
+        """``value`` lies in the low half of a 64-bit integer: a 32-bit (or narrower) one
+        zero-extended, one masked by a constant below 2^32, or one whose value isl bounds
+        to [0, 2^32) over the loop nest's domain (``3 - k`` for k in [0, 3])."""
+        if not isinstance(value, Instr) or len(value.operands) < 1:
+            return False
+        if value.opcode == "zext":
+            return value.operands[0].type in ("i1", "i8", "i16", "i32")
+        if value.opcode == "and" and len(value.operands) >= 2:
+            masks = [self.ev.expr(op) for op in value.operands[:2]]
+            return any(m is not None and m.constant_value() is not None and 0 <= m.constant_value() < 2**32
+                       for m in masks)
+        expr = self.ev.expr(value)
+        if expr is None or domain is None or not nest or not expr.is_affine() or not domain.is_affine() or \
+                not expr.symbols() <= set(nest) or not domain.symbols() <= set(nest):
+            return False
+        outside = isl.Set(f"{{ [{', '.join(nest)}] : {domain.to_isl()} and ({expr} < 0 or {expr} >= {2**32}) }}")
+        return outside.is_empty()
+
+    def _dim3(self, xy: Value, z: Value, nest: tuple[str, ...] = (), domain: Formula | None = None) -> Dim3:
         packed = self.ev.expr(xy)
         zz = self.ev.expr(z)
         if packed is not None and packed.constant_value() is not None:
@@ -706,8 +727,13 @@ class _HostModelBuilder:
                 elif c is not None:
                     x = None if x is None else x + Expr.const(c & 0xFFFFFFFF)
                     y = None if y is None else y + Expr.const(c >> 32)
-                else:
+                elif self._below_2_32(op, nest, domain):
                     x = None if x is None or value is None else x + value
+                elif value is not None and all(k % 2**32 == 0 for _, k in value.terms):
+                    # the high part written otherwise: ``(63 - k) << 32`` folded to ``(63 << 32) - (k << 32)``
+                    y = None if y is None else y + value.floordiv(2**32)
+                else:  # bits of both halves, or of either: neither part is known
+                    x = y = None
             return Dim3(x, y, zz)
         return Dim3(None, None, zz)
 
@@ -738,8 +764,8 @@ class _HostModelBuilder:
         else:
             shape = None
         if shape is not None:
-            grid = self._dim3(shape[0], shape[1])
-            block = self._dim3(shape[2], shape[3])
+            grid = self._dim3(shape[0], shape[1], nest, domain)
+            block = self._dim3(shape[2], shape[3], nest, domain)
             shmem = self.ev.expr(shape[4])
             stream_v = shape[5]
         else:

@@ -58,6 +58,7 @@ class Const(Value):
 @dataclass(eq=False, repr=False)
 class Arg(Value):
     index: int = 0
+    byval: bool = False  # a pointer to the function's own copy of an argument passed by value (a struct)
 
 
 @dataclass(eq=False, repr=False)
@@ -211,7 +212,8 @@ class _Converter:
         header = next((ln for ln in header.splitlines() if ln.startswith(("define", "declare"))), header)
         args = []
         for i, a in enumerate(fn.arguments):
-            arg = Arg("arg", str(a.type), "", a.name, index=i)
+            arg = Arg("arg", str(a.type), "", a.name, index=i,
+                      byval=any(attr.startswith(b"byval") for attr in a.attributes))
             self.values[_address(a)] = arg
             args.append(arg)
         func = Function(fn.name, header, args, [], bool(fn.is_declaration))

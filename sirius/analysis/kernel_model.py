@@ -221,6 +221,8 @@ class _DeviceEvaluator(Evaluator):
     def leaf(self, v: Value):
         if isinstance(v, Arg):
             p = self.params[v.index] if v.index < len(self.params) else None
+            if v.byval:  # the kernel's own copy of a struct argument, in parameter space
+                return Pointer(("byval", v.index), Expr.const(0))
             if v.type.startswith("ptr"):
                 return Pointer(("param", v.index), Expr.const(0))
             if p is not None and v.type.startswith("i"):
@@ -448,6 +450,8 @@ def _base_name(base, params: list[Param], shared: dict[str, SharedArray], used: 
 def _record(ev, instr, ptr, kind, ty, size, nest, params, shared, used, accesses, reason="", point=(0, 0),
             noncoherent=False):
     p = ev.value(ptr)
+    if isinstance(p, Pointer) and p.base[0] == "byval":
+        return  # the kernel's own copy of a struct argument (a dim3): no device memory
     guard = _guard(ev, instr.block, nest)
     exact = ev.runs_exactly(instr.block)
     if isinstance(p, Pointer):

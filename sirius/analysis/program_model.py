@@ -306,7 +306,7 @@ def analyze_program(job: CompileJob, entry: str = "main",
                 pname, ptype = decl.params[i]
             else:
                 pname, ptype = f"arg{i}", a.type
-            params.append(Param(pname, ptype, a.type.startswith("ptr")))
+            params.append(Param(pname, ptype, a.type.startswith("ptr") and not a.byval))
         kernels[fn.name] = build_kernel_model(fn, device, _short_name(readable), params, demangle)
         by_readable[readable] = fn.name
         if decl is not None:

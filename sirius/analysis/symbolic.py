@@ -184,6 +184,26 @@ class Expr:
             parts.append(f"({c})" if not body else (body if c == 1 else f"({c}) * {body}"))
         return " + ".join(parts) if parts else "0"
 
+    def to_c_floored(self) -> str | None:
+        """C text of a quasi-affine expression (floors and remainders by constants too),
+        in ``long long`` arithmetic; floors through the emitted program's ``sirius_floord``
+        (C's ``/`` rounds toward zero), a remainder as ``n - d * floor(n / d)``. None for
+        a symbolic divisor."""
+        parts = []
+        for m, c in self.terms:
+            factors = []
+            for a in m:
+                if isinstance(a, Sym):
+                    factors.append(f"(long long)({a.name})")
+                    continue
+                num = a.num.to_c_floored() if isinstance(a, (FloorDiv, Mod)) else None
+                if num is None:
+                    return None
+                floor = f"sirius_floord({num}, {a.den}LL)"
+                factors.append(floor if isinstance(a, FloorDiv) else f"(({num}) - {a.den}LL * {floor})")
+            parts.append(" * ".join([f"({c}LL)", *factors]) if c != 1 or not factors else " * ".join(factors))
+        return f"({' + '.join(parts)})" if parts else "0LL"
+
     def __str__(self) -> str:
         if not self.terms:
             return "0"

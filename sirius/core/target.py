@@ -17,6 +17,7 @@ from dataclasses import dataclass
 KB = 1024
 STATIC_SHARED_LIMIT = 48 * KB  # a block's shared memory without the opt-in, on every architecture
 MAX_BLOCK_THREADS = 1024  # threads per block, on every architecture
+MAX_GRID = (2**31 - 1, 65535, 65535)  # blocks per grid axis, on every architecture since sm_30
 WARP_SIZE = 32  # threads per warp, on every architecture
 
 

@@ -18,6 +18,10 @@ What ``plan_cell_waves`` proves, else it refuses with the reason:
   phases of one cooperative kernel (``fusion.cooperative``);
 * the copies' pointers into one allocation that is not private all advance by the same
   stride per layer (so the launches of a cell depend on each other as in every other);
+* a grid that changes with the step (an elimination's trailing block shrinking with the
+  pivot) is a function of the loop's iterator alone, which the kernel computes in each
+  wave, in a loop of one layer (a wave is then a step), and one the launch as written can
+  run in at every step (``_step_grids``);
 * isl's scheduler, given the dependences between cells, returns one permutable band
   over (step, layer) (the precondition of the skew), and every dependence between two
   different cells goes to a strictly later anti-diagonal: through allocations that are
@@ -45,6 +49,8 @@ import islpy as isl
 
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.analysis.repetition import LAYER, Repetition, byte_footprint
+from sirius.analysis.symbolic import Expr
+from sirius.core.target import MAX_GRID
 from sirius.fusion.cooperative import cooperative_threads, phases_problem
 from sirius.fusion.kernel_ir import LaneBarrier
 from sirius.fusion.fragments import fragment_problem
@@ -71,6 +77,10 @@ class CellWaves:
     groups: tuple[FusionGroup, ...] = ()  # the phases' groups (the representative copy's part of the schedule's)
     persistent: bool = False  # all waves in one launch, a grid barrier between two waves
     independent: bool = False  # no cell depends on another: no grid barrier between two waves either
+    # launches whose grid changes with the step (one layer only), as a function of the loop's
+    # iterator the kernel computes in each wave; and the most blocks a phase has in any wave
+    grids: tuple[tuple[int, tuple[Expr, Expr, Expr]], ...] = ()
+    most_blocks: int = 0
 
     @property
     def name(self) -> str:
@@ -127,6 +137,46 @@ def _cell_groups(schedule: Schedule, rep: Repetition) -> list[FusionGroup]:
             out.append(FusionGroup(next_id, g.region, lanes, g.step))
             next_id += 1
     return out
+
+
+def _step_grids(model: ProgramModel, rep: Repetition,
+                groups: list[FusionGroup]) -> tuple[tuple[tuple[int, tuple[Expr, Expr, Expr]], ...], int] | str:
+    """The launches whose grid is not a constant, each with its grid as a function of the
+    step, and the most blocks any phase has in any step; or why a kernel could not run such
+    a grid in each wave: a loop of several layers (the cells of one wave would each need
+    their own grid), a grid not a function of the loop's iterator alone, or a step whose
+    grid the launch as written could not run in (its failure would be another program's)."""
+    grids = []
+    for idx in (i for g in groups for i in g.launches):
+        inst = model.launch(idx)
+        grid = inst.statement.grid
+        if grid.constant() is not None:
+            continue
+        name = f"{inst.kernel.name} ({inst.where})"
+        if rep.copies > 1:
+            return f"the grid of {name} is computed at run time, and the cells of one wave would need grids of their own"
+        dims = (grid.x, grid.y, grid.z)
+        if any(d is None or not d.symbols() <= {rep.iterator} or d.to_c_floored() is None for d in dims):
+            return f"the grid of {name} is not a function of the loop's iterator that the kernel can compute"
+        for step in range(rep.steps):
+            values = [d.subs({rep.iterator: step}).constant_value() for d in dims]
+            if any(v is None or not 1 <= v <= most for v, most in zip(values, MAX_GRID)):
+                return f"at step {step} the grid of {name} is {tuple(values)}: the launch fails as written"
+        grids.append((idx, dims))
+    if not grids:
+        return (), 0
+    shape = dict(grids)
+
+    def blocks(idx: int, step: int) -> int:
+        dims = shape.get(idx)
+        if dims is None:
+            x, y, z = model.launch(idx).statement.grid.constant()
+            return x * y * z
+        x, y, z = (d.subs({rep.iterator: step}).constant_value() for d in dims)
+        return x * y * z
+
+    most = max(sum(blocks(lane.launches[0], step) for lane in g.lanes) for g in groups for step in range(rep.steps))
+    return tuple(grids), most
 
 
 def _stride_problem(rep: Repetition) -> str | None:
@@ -210,6 +260,9 @@ def plan_cell_waves(model: ProgramModel, schedule: Schedule, rep: Repetition) ->
     problem = phases_problem(model, schedule, groups)
     if problem is not None:
         return why(f"a cell cannot be one cooperative kernel: {problem}")
+    step_grids = _step_grids(model, rep, groups)
+    if isinstance(step_grids, str):
+        return why(step_grids)
     got = _footprints(model, rep)
     if isinstance(got, str):
         return why(got)
@@ -249,7 +302,8 @@ def plan_cell_waves(model: ProgramModel, schedule: Schedule, rep: Repetition) ->
     # (every byte of an inexact access) and no private temporary (whose scratch a later step reuses)
     independent = not carried and not rep.private
     return CellWaves(rep, plan_scratch(rep), tuple(g.id for g in groups), threads, wave_for, lo, hi,
-                     rep.steps + rep.copies - 1, tuple(bases), regions, tuple(groups), independent=independent)
+                     rep.steps + rep.copies - 1, tuple(bases), regions, tuple(groups), independent=independent,
+                     grids=step_grids[0], most_blocks=step_grids[1])
 
 
 def install_cell_waves(schedule: Schedule, plan: CellWaves) -> Schedule:

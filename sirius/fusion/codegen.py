@@ -25,14 +25,14 @@ from sirius.analysis.program_model import ProgramModel
 from sirius.analysis.source_index import SourceRange
 from sirius.core.target import WARP_SIZE
 from sirius.fusion.fragment_text import (BLOCK_SYNC_HELPER, fragment_function, fragment_name, keeping_lines,
-                                         line_directive, line_end, strip_restrict, with_line_end)
+                                         line_directive, line_end, with_line_end)
 from sirius.fusion.host_text import (SAME_BITS_HELPER, cell_checks, cell_wave_host, cooperative_launch, issue_launch,
                                      open_region, original_launch, temporaries, wavefront_host)
 from sirius.fusion.included_text import copy_edits, in_place_text
 from sirius.fusion.kernel_ir import (CellWavesLaunch, CooperativeLaunch, FusedProgram, KernelIR, KernelRole,
                                      WavefrontLaunch)
-from sirius.fusion.kernel_text import (cell_wave_kernel, cooperative_kernel, fused_kernel, passed_params, signature,
-                                       wavefront_kernel)
+from sirius.fusion.kernel_text import (cell_wave_kernel, cooperative_kernel, cooperative_params, fused_kernel,
+                                       passed_params, signature, wavefront_kernel)
 from sirius.fusion.region_paths import PathKind, RegionTable
 
 
@@ -170,9 +170,8 @@ def generate(model: ProgramModel, program: FusedProgram, source: str) -> tuple[s
     if declare:
         prototypes = helpers + "".join(signature(k.name, passed_params(k), k.threads) + ";\n"
                              for k in fused.values() if k.role is KernelRole.FUSED)
-        prototypes += "".join(signature(launch.plan.name, [strip_restrict(p.declared) for k in launch.phases
-                                                            for p in k.params if p.passed], launch.plan.threads) + ";\n"
-                              for launch in cooperative.values())
+        prototypes += "".join(signature(launch.plan.name, cooperative_params(list(launch.phases)), launch.plan.threads)
+                              + ";\n" for launch in cooperative.values())
     top = table.header() if table.slots else ""  # first, before the program's own macros can rename what it uses
     if cooperative or cell_waves:  # (with the barrier of narrow phases, which fragments
         # written after their kernels call)

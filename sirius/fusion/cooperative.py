@@ -12,8 +12,9 @@ resident at once, as a grid barrier needs) does not have to equal any phase's gr
 ``plan_cooperative`` proves, per region, what that needs and records a refusal (data,
 with the reason) for a region it leaves alone:
 
-* every launch of the region has a constant shape and the same (default) stream: the
-  phases' loops are printed with constant bounds;
+* every launch of the region has a constant block and the same (default) stream; a grid
+  the host computes at run time is passed to the kernel, and its phase's loop counts its
+  blocks from it (the guard checks each such grid is one its launch could run in);
 * the kernel's block is the largest of the phases that synchronize their blocks (their
   own ``__syncthreads``, or barriers placed between fragments); a smaller one runs in the
   first threads of the block, the others skip its fragments, so its own barriers must
@@ -85,7 +86,7 @@ def phases_problem(model: ProgramModel, schedule: Schedule, groups: list[FusionG
     launches = [model.launch(i) for g in groups for i in g.launches]
     for inst in launches:
         s = inst.statement
-        if s.grid is None or s.block is None or s.grid.constant() is None or s.block.constant() is None:
+        if s.grid is None or s.block is None or s.block.constant() is None:  # a grid may be passed at run time
             return f"{inst.kernel.name} ({inst.where}) has a launch shape the analysis cannot evaluate"
         decl = model.kernel_decls.get(inst.kernel.mangled)
         if decl is not None and decl.template_params:

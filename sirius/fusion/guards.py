@@ -23,8 +23,9 @@ import dataclasses
 from sirius.analysis.build_macros import macro_conditions
 from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.analysis.symbolic import Expr
+from sirius.core.target import MAX_GRID
 from sirius.fusion.kernel_ir import (CellWavesLaunch, FusedProgram, KernelIR, LaunchCheck, LoopGuard, base_pointer,
-                                     WavefrontLaunch)
+                                     WavefrontLaunch, host_grid)
 
 
 def shape_conditions(inst: LaunchInstance) -> list[str]:
@@ -98,14 +99,26 @@ def folded_conditions(k: KernelIR) -> list[str]:
 
 
 def lane_grid_conditions(k: KernelIR) -> list[str]:
-    """Guard conditions that every fragment of a lane runs in the grid the lane is launched
-    in, where a grid is computed at run time (``merge_legality.grids_equal_at_run_time``):
-    each compared, axis by axis, with the lane's first fragment's."""
+    """Guard conditions on the grids the host computes at run time. Every fragment of a lane
+    runs in the grid the lane is launched in (``merge_legality.grids_equal_at_run_time``):
+    each compared, axis by axis, with the lane's first fragment's. A lane beside others
+    (``KernelIR.run_time_lanes``) has a grid its original launch could run in (every axis
+    at least 1 and within the device's limits: the original launch of a grid of 0 blocks
+    fails, the lane would run no block), and the fused grid, every lane's blocks one after
+    another, stays within the limit of its x axis."""
     conds = []
     for lane in k.lanes:
         first, *rest = lane.fragments
         if lane.grid is None or any(f.grid is None for f in rest):
             conds += [f"sirius_g{f.launch}.{axis} == sirius_g{first.launch}.{axis}" for f in rest for axis in "xyz"]
+    constant = sum(lane.blocks or 0 for lane in k.lanes)
+    total = [f"{constant}ULL"] if constant else []
+    for lane in k.run_time_lanes:
+        g = host_grid(lane)
+        conds += [f"{g}.{axis} >= 1u && {g}.{axis} <= {most}u" for axis, most in zip("xyz", MAX_GRID)]
+        total.append(f"(unsigned long long){g}.x * {g}.y * {g}.z")
+    if k.run_time_lanes:
+        conds.append(f"{' + '.join(total)} <= {MAX_GRID[0]}ULL")
     return conds
 
 
@@ -150,7 +163,8 @@ def _wavefront_guard(launch: WavefrontLaunch, insts, build: list[str]) -> LoopGu
 
 
 def _cell_guard(launch: CellWavesLaunch, insts, build: list[str]) -> LoopGuard:
-    """Each launch of the loop compared with what the pattern gives its cell, the
+    """Each launch of the loop compared with what the pattern gives its cell (a grid that
+    changes with the step, with the grid the kernel computes for the step), the
     allocations' base pointers taken from the first that points into each. The step is
     the trip the check is at, counted by the launches checked before it (the kernel counts
     its steps from 0 by 1, whatever values the program's loop variable takes: from 1, by 2,
@@ -159,10 +173,13 @@ def _cell_guard(launch: CellWavesLaunch, insts, build: list[str]) -> LoopGuard:
     per_step = rep.copies * rep.period
     trip = f"const long long sirius_trip = sirius_checked / {per_step}LL; (void)sirius_trip; "
     source_step = {rep.iterator: Expr.sym("sirius_trip")}
+    step_grids = dict(launch.plan.grids)
     checks = []
     for idx in (i for row in rep.statements for i in row):
         inst = insts[idx]
         conds = shape_conditions(inst)
+        conds += [f"(long long)sirius_g{idx}.{axis} == {d.subs(source_step).to_c_floored()}"
+                  for axis, d in zip("xyz", step_grids.get(idx, ()))]
         for j, (_, arg) in enumerate(inst.bindings[:len(inst.site.args)]):
             if arg.kind == "buffer":
                 base = base_pointer(arg.buffer)

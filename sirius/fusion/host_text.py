@@ -17,20 +17,22 @@ from sirius.fusion.kernel_ir import CellWavesLaunch, KernelIR, LoopGuard, Wavefr
 from sirius.fusion.region_paths import PathKind, RegionSlots, RegionTable
 
 
-def cooperative_grid(name: str, threads: int, static: int, dynamic: int, blocks: int) -> str:
+def cooperative_grid(name: str, threads: int, static: int, dynamic: int, blocks: int | str) -> str:
     """Host code setting ``sirius_coop`` (the device launches cooperative kernels) and
-    ``sirius_grid``: as many blocks of ``name`` as are resident at once, at most ``blocks``.
+    ``sirius_grid``: as many blocks of ``name`` as are resident at once, at most ``blocks``
+    (a constant, or the name of an unsigned variable).
     A block holding more than 48 KB of shared memory (``static`` plus ``dynamic`` bytes)
     needs the kernel's own opt-in (the program's, for its kernels, does not carry over),
     first: the occupancy query, made with the launch's dynamic size, and the launch see it."""
     opt_in = shared_opt_in(name, dynamic, name.removeprefix("sirius_")) if needs_shared_opt_in(static, dynamic) else ""
+    most = f"{blocks}u" if isinstance(blocks, int) else blocks
     return (f"{opt_in}int sirius_dev = 0, sirius_coop = 0, sirius_sms = 0, sirius_per_sm = 0; "
             "cudaGetDevice(&sirius_dev); "
             "cudaDeviceGetAttribute(&sirius_coop, cudaDevAttrCooperativeLaunch, sirius_dev); "
             "cudaDeviceGetAttribute(&sirius_sms, cudaDevAttrMultiProcessorCount, sirius_dev); "
             f"cudaOccupancyMaxActiveBlocksPerMultiprocessor(&sirius_per_sm, {name}, {threads}, {dynamic}); "
             "unsigned sirius_grid = (unsigned)(sirius_per_sm * sirius_sms); "
-            f"if (sirius_grid > {blocks}u) sirius_grid = {blocks}u; "
+            f"if (sirius_grid > {most}) sirius_grid = {most}; "
             # a build may bound what runs at once (the CPU backend runs each block on a thread of its own)
             "\n#ifdef SIRIUS_COOPERATIVE_MAX_BLOCKS\n"
             "if (sirius_grid > (unsigned)SIRIUS_COOPERATIVE_MAX_BLOCKS) sirius_grid = (unsigned)SIRIUS_COOPERATIVE_MAX_BLOCKS;"
@@ -42,16 +44,23 @@ def cooperative_grid(name: str, threads: int, static: int, dynamic: int, blocks:
 
 def cooperative_launch(plan, phases: list[KernelIR]) -> str:
     """Host code launching a cooperative kernel over as many blocks as are resident at once
-    (and no more than its largest phase has); false in ``sirius_coop_done`` when the device
+    (and no more than its largest phase has, counted at run time where a phase's grid is
+    computed then); false in ``sirius_coop_done`` when the device
     cannot launch it cooperatively, so the original launches run instead."""
-    blocks = max(sum(lane.blocks for lane in k.lanes) for k in phases)
+    constant = max((sum(lane.blocks for lane in k.lanes) for k in phases if not k.run_time_lanes), default=0)
+    # a phase's grids computed at run time: their blocks as the host computed them (the guard bounds them)
+    run_time = [ir.lane_ranges(k, ir.host_grid)[-1][1] for k in phases if k.run_time_lanes]
+    largest = "".join(f"if ({c} > sirius_most) sirius_most = {c}; " for c in run_time)
+    most = f"unsigned sirius_most = {constant}u; {largest}" if run_time else ""
+    blocks = "sirius_most" if run_time else constant
     static, dynamic = phases_shared(phases)
-    passed = [(p, k) for k in phases for p in k.params if p.passed]
+    passed = ir.passed_in_order(phases)
     typed = "".join(f"{strip_restrict(p.ctype)} sirius_c{n} = sirius_a{p.launch}_{p.position}; "
-                    for n, (p, _) in enumerate(passed))
-    args = ", ".join(f"(void*)&sirius_c{n}" for n in range(len(passed))) or "nullptr"
+                    for n, p in enumerate(passed) if isinstance(p, ir.FusedParam))
+    args = ", ".join(f"(void*)&sirius_c{n}" if isinstance(p, ir.FusedParam) else f"(void*)&{ir.host_grid(p)}"
+                     for n, p in enumerate(passed)) or "nullptr"
     name = plan.name
-    return ("bool sirius_coop_done = false; { " + cooperative_grid(name, plan.threads, static, dynamic, blocks) +
+    return ("bool sirius_coop_done = false; { " + most + cooperative_grid(name, plan.threads, static, dynamic, blocks) +
             f"{typed}void* sirius_args[] = {{{args}}}; "
             f"if (sirius_coop && sirius_grid > 0) {{ sirius_coop_done = cudaLaunchCooperativeKernel({name}, "
             f"dim3(sirius_grid), dim3({plan.threads}), sirius_args, {dynamic}, 0) == cudaSuccess; "
@@ -85,7 +94,8 @@ def cell_wave_host(plan, phases: list[KernelIR], guard: str, source: bytes, slot
     the device launches cooperative kernels; else the loop as written. The path taken is
     counted in ``slots``."""
     rep = plan.repetition
-    blocks = max(sum(lane.blocks for lane in k.lanes) for k in phases) * min(rep.steps, rep.copies)
+    blocks = plan.most_blocks if plan.grids else \
+        max(sum(lane.blocks for lane in k.lanes) for k in phases) * min(rep.steps, rep.copies)
     static, dynamic = phases_shared(phases)
     loop = rep.loop.range
     original = source[loop.start_offset:loop.end_offset].decode()
@@ -176,7 +186,8 @@ def issue_launch(issue: ir.Issue, insts, fused: dict[int, KernelIR]) -> str:
     if issue.alone is not None:
         return original_launch(insts[issue.alone])
     k = fused[issue.group]
-    args = ", ".join(f"sirius_a{p.launch}_{p.position}" for p in k.params if p.passed)
+    args = ", ".join(f"sirius_a{p.launch}_{p.position}" if isinstance(p, ir.FusedParam) else ir.host_grid(p)
+                     for p in ir.passed_in_order([k]))
     opt_in = shared_opt_in(k.name, k.dynamic_shared, k.group.id) if k.shared_opt_in else ""
     return f"{opt_in}{k.name}<<<{k.grid_text}, {k.block_text}, {k.dynamic_shared}>>>({args})"
 

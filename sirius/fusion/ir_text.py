@@ -18,6 +18,9 @@ A kernel prints as one line per fact::
           re-indexed by: { [b0, b1, b2, t0, t1, t2] -> [...] }
           own barriers removed at lines 12
 
+A lane whose grid the host computes at run time prints ``?`` for its grid and its end;
+a lane after one starts that many blocks later (``[4 + ?, 6 + ?)``).
+
 A parameter prints with its type without ``__restrict__``, then ``restrict`` when the
 fused kernel keeps that promise. What the text does not say, the parser takes from the
 program model the kernels were lowered from (a parameter's position and whether it is a
@@ -75,9 +78,12 @@ def format_kernel(k: KernelIR) -> str:
     for a in k.shared:
         lines.append(f"  shared {a.symbol}: {a.bytes} bytes" + (" dynamic" if a.dynamic else "")
                      + f", used by {', '.join(f'S{u}' for u in a.users)}")
+    run_time_before = False  # then the lane starts that many blocks later: " + ?"
     for lane in k.lanes:
-        end = "?" if lane.blocks is None else lane.first_block + lane.blocks
-        lines.append(f"  lane blocks [{lane.first_block}, {end}): "
+        later = " + ?" if run_time_before else ""
+        end = "?" if lane.blocks is None else f"{lane.first_block + lane.blocks}{later}"
+        run_time_before = run_time_before or lane.blocks is None
+        lines.append(f"  lane blocks [{lane.first_block}{later}, {end}): "
                      f"grid {_dims(lane.grid)} block {_dims(lane.block)}")
         for s in lane.body:
             if isinstance(s, LaneBarrier):
@@ -136,7 +142,7 @@ _PARAM = re.compile(r"param (\w+): (.+?)( restrict)?(?: -> (\S+) \+ (.+?))?"
                     r"(?: = (?:(-?\d+)|(\w+) \+ (-?\d+) bytes))?")
 _SHARED = re.compile(r"shared (\S+): (\d+) bytes( dynamic)?, used by (.+)")
 _DIMS = r"(\d+x\d+x\d+|\?)"
-_LANE = re.compile(r"lane blocks \[(\d+), (?:\d+|\?)\): grid " + _DIMS + " block " + _DIMS)
+_LANE = re.compile(r"lane blocks \[(\d+)(?: \+ \?)?, (?:\d+(?: \+ \?)?|\?)\): grid " + _DIMS + " block " + _DIMS)
 _FRAGMENT = re.compile(r"S(\d+) (.+?)( re-indexed)?(?: pooled at (\d+))? grid " + _DIMS + " block " + _DIMS
                        + r" \((.*)\)")
 _ORDER = re.compile(r"(.+?) S(\d+) -> S(\d+)(?: on (.+))?")

@@ -132,9 +132,13 @@ class LaneBarrier:
 class Lane:
     """Blocks ``first_block`` .. ``first_block + blocks - 1`` of the fused grid, each running
     the sequence ``body`` as a block of ``grid`` x ``block`` (the first fragment's shape).
-    ``grid`` None: the host computes the first fragment's grid at run time (the lane is then
-    the kernel's only one, launched in that grid, and the guard checks every fragment's grid
-    equal to it: ``fusion.guards.lane_grid_conditions``)."""
+    ``grid`` None: the host computes the first fragment's grid at run time, and the guard
+    checks every fragment's grid equal to it (``fusion.guards.lane_grid_conditions``). A
+    fused kernel of one such lane is launched in that grid; beside other lanes or in a
+    phase, the kernel reads it from ``grid_parameter`` (passed by the host; computed from
+    the step in a phase of cells) and the lane's blocks follow those before it:
+    ``first_block`` counts the blocks of the constant lanes before it, and the kernel adds
+    those of the run-time lanes before it (``KernelIR.run_time_lanes``)."""
 
     first_block: int
     grid: Dim3 | None
@@ -152,6 +156,12 @@ class Lane:
     @property
     def fragments(self) -> tuple[Fragment, ...]:
         return tuple(s for s in self.body if isinstance(s, Fragment))
+
+    @property
+    def grid_parameter(self) -> str:
+        """The fused kernel's parameter holding the grid of a lane computed at run time,
+        beside other lanes; the host passes its first fragment's grid temporary."""
+        return f"sirius_grid{self.fragments[0].launch}"
 
 
 @dataclass(frozen=True)
@@ -213,6 +223,15 @@ class KernelIR:
 
     def params_of(self, launch: int) -> tuple[FusedParam, ...]:
         return tuple(p for p in self.params if p.launch == launch)
+
+    @property
+    def run_time_lanes(self) -> tuple[Lane, ...]:
+        """The lanes whose grid the kernel reads from ``Lane.grid_parameter``: those computed
+        at run time, where the kernel has more than one lane or is a phase (the host passes
+        the grid; a phase of cells computes it from the step in each wave). A fused kernel
+        of one lane is launched in its grid, which it reads as ``gridDim``."""
+        passed = len(self.lanes) > 1 or self.role in (KernelRole.PHASE, KernelRole.CELL_PHASE)
+        return tuple(lane for lane in self.lanes if lane.grid is None) if passed else ()
 
 
 @dataclass(frozen=True)
@@ -345,6 +364,37 @@ class FusedProgram:
 
     def of_kind(self, kind: type) -> list:
         return [launch for launch in self.launches if isinstance(launch, kind)]
+
+
+def passed_in_order(kernels: list[KernelIR]) -> list[FusedParam | Lane]:
+    """What the host passes to the kernel running ``kernels`` (a fused kernel, or the phases
+    of a cooperative one), in the order of its parameters: the fragments' arguments, then
+    the grids of the lanes computed at run time (``KernelIR.run_time_lanes``)."""
+    return [p for k in kernels for p in k.params if p.passed] + [lane for k in kernels for lane in k.run_time_lanes]
+
+
+def host_grid(lane: Lane) -> str:
+    """The host's temporary holding a lane's grid: its first launch's, evaluated where that
+    launch stood (``fusion.host_text``)."""
+    return f"sirius_g{lane.fragments[0].launch}"
+
+
+def lane_ranges(k: KernelIR, grid_of: Callable[[Lane], str]) -> list[tuple[str, str]]:
+    """Each lane's first block in the fused grid and the block after its last, as C:
+    constants until a lane of a run-time grid, then sums with the block counts of those
+    grids (``grid_of(lane)``: the C name of the ``dim3`` holding a run-time lane's grid)."""
+    added: list[str] = []
+    ranges = []
+    def total(constant: int) -> str:
+        return " + ".join(([f"{constant}u"] if constant or not added else []) + added)
+
+    for lane in k.lanes:
+        start = total(lane.first_block)
+        if lane.grid is None:
+            g = grid_of(lane)
+            added.append(f"{g}.x * {g}.y * {g}.z")
+        ranges.append((start, total(lane.first_block + (lane.blocks or 0))))
+    return ranges
 
 
 def base_pointer(buffer: str) -> str:

@@ -68,14 +68,21 @@ def _dispatch(k: KernelIR, insts, decls, block: str, threads: int, indent: str) 
     runs its fragments on its threads only, and every thread reaches its barriers."""
     body = [f"{indent}const unsigned sirius_block = {block};", f"{indent}const unsigned sirius_thread = threadIdx.x;"]
     inner = indent + "  "
-    for n, lane in enumerate(k.lanes):
-        g, b, start = lane.grid, lane.block, lane.first_block
-        body.append(f"{indent}{'if' if n == 0 else '} else if'} (sirius_block < {start + lane.blocks}u) {{")
-        body.append(f"{inner}const unsigned sirius_local = sirius_block - {start}u;")
-        body.append(f"{inner}const dim3 sirius_gdim({g[0]}, {g[1]}, {g[2]});")
-        body.append(f"{inner}const dim3 sirius_bdim({b[0]}, {b[1]}, {b[2]});")
-        body.append(f"{inner}const uint3 sirius_bid = make_uint3(sirius_local % {g[0]}u, "
-                    f"(sirius_local / {g[0]}u) % {g[1]}u, sirius_local / {g[0] * g[1]}u);")
+    for n, (lane, (start, end)) in enumerate(zip(k.lanes, ir.lane_ranges(k, lambda lane: lane.grid_parameter))):
+        g, b = lane.grid, lane.block
+        body.append(f"{indent}{'if' if n == 0 else '} else if'} (sirius_block < {end}) {{")
+        body.append(f"{inner}const unsigned sirius_local = sirius_block - {_parenthesised(start)};")
+        if g is None:  # passed by the host
+            body.append(f"{inner}const dim3 sirius_gdim = {lane.grid_parameter};")
+            body.append(f"{inner}const dim3 sirius_bdim({b[0]}, {b[1]}, {b[2]});")
+            body.append(f"{inner}const uint3 sirius_bid = make_uint3(sirius_local % sirius_gdim.x, "
+                        "(sirius_local / sirius_gdim.x) % sirius_gdim.y, "
+                        "sirius_local / (sirius_gdim.x * sirius_gdim.y));")
+        else:
+            body.append(f"{inner}const dim3 sirius_gdim({g[0]}, {g[1]}, {g[2]});")
+            body.append(f"{inner}const dim3 sirius_bdim({b[0]}, {b[1]}, {b[2]});")
+            body.append(f"{inner}const uint3 sirius_bid = make_uint3(sirius_local % {g[0]}u, "
+                        f"(sirius_local / {g[0]}u) % {g[1]}u, sirius_local / {g[0] * g[1]}u);")
         tid = (f"const uint3 sirius_tid = make_uint3(sirius_thread % {b[0]}u, "
                f"(sirius_thread / {b[0]}u) % {b[1]}u, sirius_thread / {b[0] * b[1]}u);")
         indices = "sirius_bid, sirius_tid, sirius_bdim, sirius_gdim"
@@ -104,6 +111,10 @@ def _dispatch(k: KernelIR, insts, decls, block: str, threads: int, indent: str) 
                 body.append(f"{inner}}}")
     body.append(f"{indent}}}")
     return body
+
+
+def _parenthesised(c: str) -> str:
+    return f"({c})" if " " in c else c
 
 
 def _locals(kernels: list[KernelIR]) -> list[str]:
@@ -139,19 +150,22 @@ def _phase_loops(phases: list[KernelIR], insts, decls, threads: int, cells: str 
     phase a loop over its blocks as virtual blocks of the grid (times ``cells``, a C
     expression, when the kernel runs several cells of a phase side by side: then
     ``prologue(k, blocks)`` gives the lines that set up the cell of virtual block
-    ``sirius_vb``)."""
+    ``sirius_vb``, given the C count of a cell's blocks)."""
     body: list[str] = []
     for n, k in enumerate(phases):
         if n:
             body.append("  cooperative_groups::this_grid().sync();  // the next phase reads what this one wrote, "
                         "in any block")
-        blocks = sum(lane.blocks for lane in k.lanes)
+        blocks = ir.lane_ranges(k, lambda lane: lane.grid_parameter)[-1][1]  # C; a constant in cells
         members = ", ".join(insts[f.launch].kernel.name for lane in k.lanes for f in lane.fragments)
-        body.append(f"  // phase {n}: {members} ({blocks} blocks{' per cell' if cells else ''})")
-        body.append(f"  for (unsigned sirius_vb = blockIdx.x; sirius_vb < {cells + ' * ' if cells else ''}{blocks}u; "
+        count = f"{blocks} blocks, from grids computed at run time" if k.run_time_lanes else \
+            f"{blocks.removesuffix('u')} blocks{' per cell' if cells else ''}"
+        body.append(f"  // phase {n}: {members} ({count})")
+        body.append(f"  for (unsigned sirius_vb = blockIdx.x; sirius_vb < {cells + ' * ' if cells else ''}{blocks}; "
                     "sirius_vb += gridDim.x) {")
-        body += prologue(k, blocks) if prologue is not None else []
-        lanes = _dispatch(k, insts, decls, f"sirius_vb % {blocks}u" if cells else "sirius_vb", threads, "    ")
+        body += prologue(k, _parenthesised(blocks)) if prologue is not None else []
+        lanes = _dispatch(k, insts, decls, f"sirius_vb % {_parenthesised(blocks)}" if cells else "sirius_vb",
+                          threads, "    ")
         body += lanes
         body.append("    __syncthreads();  // the next virtual block reuses this block's shared memory")
         body.append("  }")
@@ -163,7 +177,7 @@ def cooperative_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
     between them; each phase a loop over its blocks as virtual blocks of this grid, so the
     grid can be as large as what is resident at once (the occupancy API) and no larger."""
     body = _locals(phases) + _phase_loops(phases, insts, decls, plan.threads)
-    params = [strip_restrict(p.declared) for k in phases for p in k.params if p.passed]
+    params = cooperative_params(phases)
     return (f"// cooperative fusion of region {plan.region}: {len(phases)} phases, grid barriers between them\n"
             f"{signature(plan.name, params, plan.threads)} {{\n" + "\n".join(body) + "\n}\n")
 
@@ -194,8 +208,8 @@ def cell_wave_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
     step's private values copied to where the original program left them."""
     rep = plan.repetition
     locals_ = _locals(phases)
-    def cell(k: KernelIR, blocks: int) -> list[str]:
-        lines = [f"    const int sirius_layer = sirius_lo + (int)(sirius_vb / {blocks}u);",
+    def cell(k: KernelIR, blocks: str) -> list[str]:
+        lines = [f"    const int sirius_layer = sirius_lo + (int)(sirius_vb / {blocks});",
                  "    const int sirius_step = sirius_w - sirius_layer;", "    (void)sirius_step;"]
         for f in (f for lane in k.lanes for f in lane.fragments):
             position = rep.cell_of(f.launch)[1]
@@ -205,6 +219,10 @@ def cell_wave_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
         return lines
 
     body = ["  const unsigned sirius_cells = (unsigned)(sirius_hi - sirius_lo + 1);"]
+    wave_step = {rep.iterator: Expr.sym("sirius_w")}  # grids change with the step in loops of one layer only
+    for launch, dims in plan.grids:
+        axes = ", ".join(f"(unsigned){d.subs(wave_step).to_c_floored()}" for d in dims)
+        body.append(f"  const dim3 sirius_grid{launch}({axes});  // {insts[launch].kernel.name}'s grid at this step")
     body += _phase_loops(phases, insts, decls, plan.threads, "sirius_cells", cell)
     if plan.scratch.copy_back:
         body.append(f"  if (sirius_w == {plan.waves - 1}) {{  // the last step's temporaries, where the original "
@@ -239,9 +257,20 @@ def cell_wave_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
             f"{signature(plan.name, params, plan.threads)} {{\n" + "\n".join(locals_ + body) + "\n}\n")
 
 
+def _declared(passed: ir.FusedParam | ir.Lane) -> str:
+    return passed.declared if isinstance(passed, ir.FusedParam) else f"const dim3 {passed.grid_parameter}"
+
+
+def cooperative_params(phases: list[KernelIR]) -> list[str]:
+    """A cooperative kernel's parameter list: what the host passes to its phases
+    (``kernel_ir.passed_in_order``), without promises (a phase reads what another wrote,
+    through another pointer)."""
+    return [strip_restrict(_declared(p)) for p in ir.passed_in_order(phases)]
+
+
 def passed_params(k: KernelIR) -> list[str]:
-    """The fused kernel's parameter list: what the host passes."""
-    return [p.declared for p in k.params if p.passed]
+    """The fused kernel's parameter list: what the host passes (``kernel_ir.passed_in_order``)."""
+    return [_declared(p) for p in ir.passed_in_order([k])]
 
 
 def wavefront_kernel(launch: WavefrontLaunch, insts, decls) -> str:

@@ -17,7 +17,7 @@ from sirius.analysis.program_model import LaunchInstance, ProgramModel
 from sirius.core.errors import SiriusError
 from sirius.fusion.kernel_ir import (CellWavesLaunch, CooperativeLaunch, Fragment, FusedKernelLaunch, FusedLaunch,
                                      FusedProgram, HostRegion, Issue, KernelIR, KernelRole, Lane, FusedParam, Reindexing,
-                                     BlockSharedArray, WavefrontLaunch)
+                                     BlockSharedArray, WavefrontLaunch, host_grid, lane_ranges)
 from sirius.fusion.promises import fused_param_name
 from sirius.fusion.schedule import FusionGroup, Schedule
 from sirius.fusion.shared_limits import static_shared_bytes
@@ -107,7 +107,7 @@ def lower_group(model: ProgramModel, schedule: Schedule, group: FusionGroup) -> 
                                bool(lane.reindex_barrier and lane.reindex_barrier[pos]))
                      for pos, idx in enumerate(lane.launches))
         lanes.append(Lane(start, first.grid.constant() if first.grid else None, first.block.constant(), body))
-        start += lanes[-1].blocks or 0  # None: the only lane, in a grid computed at run time
+        start += lanes[-1].blocks or 0  # None: a grid computed at run time, whose blocks the kernel adds
     role = _role(schedule, group)
     first = insts[group.launches[0]].statement
     threads = max(lane.threads for lane in lanes)
@@ -119,8 +119,12 @@ def lower_group(model: ProgramModel, schedule: Schedule, group: FusionGroup) -> 
         name, grid, block = _cell_plan(schedule, group).name, "", ""
     elif len(lanes) == 1:
         name, grid, block = f"sirius_fused_{group.id}", f"sirius_g{first.index}", f"sirius_b{first.index}"
-    else:
-        name, grid, block = f"sirius_fused_{group.id}", f"dim3({start})", f"dim3({threads})"
+    else:  # the lanes' blocks one after another: a run-time grid's as the host computed it
+        name, block = f"sirius_fused_{group.id}", f"dim3({threads})"
+        grid = f"dim3({start})"
+        if any(lane.grid is None for lane in lanes):
+            ends = lane_ranges(KernelIR(name, group, (), tuple(lanes), threads), host_grid)
+            grid = f"dim3({ends[-1][1]})"
     return KernelIR(name, group, tuple(params), tuple(lanes), threads, _shared_arrays(tuple(lanes), insts),
                     static_shared_bytes(kernels), dynamic, grid, block, role)
 

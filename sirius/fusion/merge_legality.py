@@ -8,7 +8,9 @@ them, or a consumer of another shape re-indexed onto the producer's threads (isl
 the re-indexing one-to-one and every dependence then within a thread or a block); no
 early exit before a barrier; no dependence path through a group between them. A
 *horizontal* merge runs them side by side in different blocks of one launch: no
-dependence between them, known shapes, a block the device allows, barriers and warp
+dependence between them (proven for every grid where the host computes one at run time:
+the fused kernel is then passed each such grid and adds it up), constant blocks, a block
+the device allows, barriers and warp
 operations only where every thread of the block takes part. Both need shared memory
 that fits (``fusion.shared_limits``) and kernels whose helpers read no built-in index
 when they would run in other blocks or threads (``fusion.fragments``).
@@ -37,6 +39,10 @@ def _config(stmt: HostStatement) -> tuple | None:
     g = stmt.grid.constant() if stmt.grid else None
     b = stmt.block.constant() if stmt.block else None
     return None if g is None or b is None else (g, b)
+
+
+def _dims(d: tuple) -> str:
+    return "x".join(map(str, d))
 
 
 def _block(stmt: HostStatement) -> tuple | None:
@@ -160,6 +166,13 @@ class RegionLegality:
             return Problem(RefusalKind.HORIZONTAL_GROUP, "one side is already arranged horizontally")
         if not self.same_configuration(ga, gb) and not self.grids_equal_at_run_time(ga, gb):
             unknown = [g for g in (ga, gb) if self.lane_config(g.lanes[0]) is None]
+            blocks = [_block(self.model.launch(g.lanes[0][0]).statement) for g in (ga, gb)]
+            if unknown and None not in blocks and blocks[0] != blocks[1]:
+                inst = self.model.launch(unknown[0].lanes[0][0])
+                return Problem(RefusalKind.SHAPE_DIFFERS,
+                               f"different blocks ({_dims(blocks[0])} and {_dims(blocks[1])}), and the grid at "
+                               f"{inst.where} is computed at run time: a launch of another shape is re-indexed "
+                               "onto a lane's threads only where both shapes are constants")
             if unknown:  # a shape from argv or data: fusing would assume one value for all runs
                 inst = self.model.launch(unknown[0].lanes[0][0])
                 stmt = inst.statement
@@ -301,16 +314,16 @@ class RegionLegality:
     # -------------------------------------------------------- horizontal
     def horizontal_problem(self, ga: DraftGroup, gb: DraftGroup) -> Problem | None:
         """Why the lanes of the two groups cannot run side by side in different blocks of
-        one launch (None: they can): a dependence between them, shapes not known, a block
-        too large, barriers or warp operations in lanes of fewer threads, more than one
+        one launch (None: they can): a dependence between them, a block computed at run time,
+        a block too large, barriers or warp operations in lanes of fewer threads, more than one
         dynamic shared array, helpers reading the built-in indices, shared memory."""
         if self.edges_between(ga, gb):
             return Problem(RefusalKind.DEPENDENT, "dependent")
         lanes = ga.lanes + gb.lanes
-        configs = [self.lane_config(lane) for lane in lanes]
-        if any(c is None for c in configs):
-            return Problem(RefusalKind.SHAPE_UNKNOWN, "launch configuration is not a constant")
-        threads = [b[0] * b[1] * b[2] for _, b in configs]
+        blocks = [_block(self.model.launch(lane[0]).statement) for lane in lanes]
+        if any(b is None for b in blocks):  # a grid may be computed at run time: the host passes it
+            return Problem(RefusalKind.SHAPE_UNKNOWN, "a block is computed at run time")
+        threads = [b[0] * b[1] * b[2] for b in blocks]
         widest = max(threads)
         if widest > target_for(self.model.arch).max_block_threads:
             return Problem(RefusalKind.BLOCK_TOO_LARGE, "block too large")

@@ -101,6 +101,9 @@ def plan_wavefront(model: ProgramModel, uar: UAR, region: Region, group: FusionG
     why = lambda r: Refusal(tuple(group.launches), f"no wavefront over host loops: {r}")
     if len(group.lanes) != 1:
         return why("the group is not a single vertical lane")
+    if any(model.launch(i).statement.grid is None or model.launch(i).statement.grid.constant() is None
+           for i in group.launches):  # the wave kernel counts each cell's blocks as a constant
+        return why("a grid is computed at run time")
     helper = next((model.launch(i) for i in group.launches if index_helpers(model, model.launch(i))), None)
     if helper is not None:
         return why(helper_reason(model, helper))

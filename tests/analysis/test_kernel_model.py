@@ -67,6 +67,22 @@ __global__ void indirect(float** table, float* out) {
     assert {a.buffer for a in unknown} == {ANY_BUFFER}  # any device memory, not only the parameters' buffers
 
 
+def test_an_argument_passed_by_value_is_no_device_memory(snippet):
+    """A struct argument (a dim3, a parameter block) is the kernel's own copy: reading its
+    fields touches no device memory; a pointer it holds still may point anywhere."""
+    m = snippet(HEAD + """
+struct Window { int start; float* spill; };
+__global__ void windowed(float* a, const dim3 shape, Window w) {
+  int i = w.start + blockIdx.x * shape.x + threadIdx.x;
+  a[i] = 1.0f;
+  w.spill[threadIdx.x] = 2.0f;
+}
+""" + launch_main("Window w = {4, b}; windowed<<<2, 64>>>(a, dim3(64), w);"))
+    k = m.launches[0].kernel
+    assert [p.is_pointer for p in k.params] == [True, False, False]
+    assert {(a.kind, a.buffer) for a in k.accesses} == {("store", "a"), ("store", ANY_BUFFER)}, k.accesses
+
+
 def test_uniform_loop_exit_is_not_an_early_exit(snippet):
     m = snippet(HEAD + """
 __global__ void tiles(float* a, int k) {

@@ -32,6 +32,9 @@ PROGRAMS = {
     "layer_waves": (FILECHECK / "optimize_layer_waves.cu", {"cooperative": True}),  # cell phases
     "cooperative": (FILECHECK / "optimize_cooperative.cu", {"cooperative": True}),  # cooperative phases
     "run_time_grids": (ROOT / "cuda_inputs" / "run_time_sizes.cu", {}),  # grids "?"
+    # run-time grids side by side, and as cooperative phases: lanes "[2 + ?, ...)"
+    "run_time_side_by_side": (FILECHECK / "optimize_run_time_side_by_side.cu", {}),
+    "run_time_phases": (ROOT / "tests" / "fusion" / "programs" / "run_time_phases.cu", {"cooperative": True}),
 }
 
 
