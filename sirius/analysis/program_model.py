@@ -231,6 +231,7 @@ def access_map(stmt: HostStatement, kernel: KernelModel, access: Access, subs: d
             if extent is not None and extent.is_affine():
                 bounds.append(f"0 <= {d} < {extent}" if extent.constant_value() is not None
                               else f"0 <= {d} and {d} < {extent}")
+                symbols |= extent.symbols()  # a grid computed from a host loop's iterator
             else:
                 bounds.append(f"0 <= {d}")
     constraints = bounds + ([aff_guard.to_isl()] if aff_guard is not None else [])
