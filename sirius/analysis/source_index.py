@@ -616,10 +616,12 @@ def _loop_body(for_stmt, changing_macros: frozenset[str]) -> tuple[tuple[str, So
         if st.kind == ci.CursorKind.DECL_STMT:
             out.append(("decl" if _pure_declaration(st, changing_macros) else "other", _range(st)))
         elif _is_launch(st):
-            # its arguments are evaluated twice too (the waves' check, then the loop as written)
-            args = list(cursor_children(st))[2:] if st.kind == ci.CursorKind.CALL_EXPR else [st]
+            # its configuration and arguments are evaluated twice too (the waves' check, then
+            # the loop as written): ``<<<blocks_for(n), 32>>>`` counting its calls would count twice
+            children = list(cursor_children(st))
+            args = children[2:] + list(cursor_children(children[1]))[1:]
             tokens = [t.spelling for t in st.get_tokens()]
-            written = tokens[tokens.index(">>>") + 1:] if ">>>" in tokens else tokens
+            written = tokens[tokens.index("<<<") + 1:] if "<<<" in tokens else tokens
             pure = all(_changes_only(a, frozenset(), changing_macros, scan=False) for a in args) \
                 and not changing_macros & set(written)
             out.append(("launch" if pure else "other", _range(st)))

@@ -43,6 +43,7 @@ block).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import islpy as isl
@@ -144,9 +145,12 @@ def _step_grids(model: ProgramModel, rep: Repetition,
     """The launches whose grid is not a constant, each with its grid as a function of the
     step, and the most blocks any phase has in any step; or why a kernel could not run such
     a grid in each wave: a loop of several layers (the cells of one wave would each need
-    their own grid), a grid not a function of the loop's iterator alone, or a step whose
-    grid the launch as written could not run in (its failure would be another program's)."""
-    grids = []
+    their own grid), a grid not a function of the loop's iterator alone, a step whose grid
+    the launch as written could not run in (its failure would be another program's), a
+    phase of more blocks than a grid may have (the kernel counts them in 32 bits), or two
+    launches of one lane whose grids differ at some step (a lane runs in its first
+    launch's grid: outside a persistent kernel the guard compares them at each launch)."""
+    formulas: dict[int, tuple[Expr, Expr, Expr]] = {}
     for idx in (i for g in groups for i in g.launches):
         inst = model.launch(idx)
         grid = inst.statement.grid
@@ -162,21 +166,31 @@ def _step_grids(model: ProgramModel, rep: Repetition,
             values = [d.subs({rep.iterator: step}).constant_value() for d in dims]
             if any(v is None or not 1 <= v <= most for v, most in zip(values, MAX_GRID)):
                 return f"at step {step} the grid of {name} is {tuple(values)}: the launch fails as written"
-        grids.append((idx, dims))
-    if not grids:
+        formulas[idx] = dims
+    if not formulas:
         return (), 0
-    shape = dict(grids)
 
-    def blocks(idx: int, step: int) -> int:
-        dims = shape.get(idx)
+    def grid_at(idx: int, step: int) -> tuple[int, int, int]:
+        dims = formulas.get(idx)
         if dims is None:
-            x, y, z = model.launch(idx).statement.grid.constant()
-            return x * y * z
-        x, y, z = (d.subs({rep.iterator: step}).constant_value() for d in dims)
-        return x * y * z
+            return model.launch(idx).statement.grid.constant()
+        return tuple(d.subs({rep.iterator: step}).constant_value() for d in dims)
 
-    most = max(sum(blocks(lane.launches[0], step) for lane in g.lanes) for g in groups for step in range(rep.steps))
-    return tuple(grids), most
+    most = 0
+    for step in range(rep.steps):
+        for g in groups:
+            for lane in g.lanes:
+                first, *rest = lane.launches
+                other = next((i for i in rest if grid_at(i, step) != grid_at(first, step)), None)
+                if other is not None:
+                    a, b = model.launch(first), model.launch(other)
+                    return (f"at step {step} {a.kernel.name} ({a.where}) and {b.kernel.name} ({b.where}), one lane, "
+                            f"have the grids {grid_at(first, step)} and {grid_at(other, step)}: a lane runs in one grid")
+            blocks = sum(math.prod(grid_at(lane.launches[0], step)) for lane in g.lanes)
+            if blocks > MAX_GRID[0]:
+                return f"at step {step} a phase has {blocks} blocks, more than one grid may have"
+            most = max(most, blocks)
+    return tuple(formulas.items()), most
 
 
 def _stride_problem(rep: Repetition) -> str | None:

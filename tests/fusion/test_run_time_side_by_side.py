@@ -156,13 +156,26 @@ def test_the_shrinking_loop_in_one_launch_verified(persistent, argv, define, pat
     assert f"(waves, run_time_phases.cu:78, scale_column update): {path} 1" in proc.stdout, proc.stdout
 
 
-@pytest.mark.parametrize("case, reason", [
-    (1, "the grid of shift (line 24) is not a function of the loop's iterator that the kernel can compute"),
-    (2, "the grid of shift (line 29) is not a function of the loop's iterator that the kernel can compute"),
-    (3, "at step 3 the grid of shift (line 33) is (0, 1, 1): the launch fails as written"),
+NEAR_MISSES = PROGRAMS / "step_grid_near_misses.cu"
+
+
+@pytest.mark.parametrize("case, launches, reason", [
+    (1, "4 -> 4", "the grid of shift (line 42) is not a function of the loop's iterator that the kernel can compute"),
+    (2, "4 -> 4", "the grid of shift (line 47) is not a function of the loop's iterator that the kernel can compute"),
+    (3, "4 -> 4", "at step 3 the grid of shift (line 51) is (0, 1, 1): the launch fails as written"),
+    # found by the blind red team of these loops: the lane ran its second launch in the first's grid
+    (4, "16 -> 8", "at step 0 bump (line 58) and bump (line 59), one lane, have the grids (1, 1, 1) and (4, 1, 1): a "
+                  "lane runs in one grid"),
+    # ... the kernel counted 2^32 + 32768 blocks in 32 bits, and a helper's calls ran again on the fallback
+    (5, "2 -> 2", "at step 1 a phase has 4295000064 blocks, more than one grid may have"),
+    (6, "4 -> 4", "the repeated launches are not one loop: the loop body holds statements other than declarations "
+                  "and launches that change nothing"),
 ])
-def test_loops_of_step_grids_one_kernel_cannot_run_keep_their_reasons(tmp_path, case, reason):
-    proc = sirius("optimize", str(PROGRAMS / "step_grid_near_misses.cu"), f"-DCASE={case}", "--cooperative",
-                  "--persistent", "-o", str(tmp_path / "out.cu"))
-    assert proc.returncode == 0 and "launches per run: 4 -> 4" in proc.stdout, proc.stdout + proc.stderr
+def test_loops_of_step_grids_one_kernel_cannot_run_keep_their_reasons(tmp_path, case, launches, reason):
+    out = tmp_path / "out.cu"
+    proc = sirius("optimize", str(NEAR_MISSES), f"-DCASE={case}", "--cooperative", "--persistent", "-o", str(out))
+    assert proc.returncode == 0 and f"launches per run: {launches}" in proc.stdout, proc.stdout + proc.stderr
     assert f"no waves over (step, layer): {reason}" in proc.stdout, proc.stdout
+    if case == 4:  # each step's pair is one launch where its grids agree (steps 6 and 7), else the two launches
+        verify = sirius("verify", str(NEAR_MISSES), str(out), "-DCASE=4")
+        assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr

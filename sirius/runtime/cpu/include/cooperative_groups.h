@@ -62,41 +62,41 @@ class grid_group {
 
 inline grid_group this_grid() { return grid_group(); }
 
-template <unsigned N> class thread_block_tile {
-  static_assert(N >= 1 && N <= 32 && (N & (N - 1)) == 0,
+template <unsigned SiriusTileN> class thread_block_tile {
+  static_assert(SiriusTileN >= 1 && SiriusTileN <= 32 && (SiriusTileN & (SiriusTileN - 1)) == 0,
                 "tiled_partition<N>: N must be a power of two up to 32");
-  static unsigned base() { return (__sirius_linear_tid() % 32) / N * N; }
+  static unsigned base() { return (__sirius_linear_tid() % 32) / SiriusTileN * SiriusTileN; }
 
  public:
   static unsigned lanes_mask() {
-    return N == 32 ? 0xffffffffu : (((1u << N) - 1u) << base());
+    return SiriusTileN == 32 ? 0xffffffffu : (((1u << SiriusTileN) - 1u) << base());
   }
   void sync(const char* file = __builtin_FILE(), int line = __builtin_LINE()) const {
     ::__sirius::warp_sync(::__sirius::kSyncWarp, lanes_mask(), nullptr, 0, 0, 32, file, line);
   }
-  unsigned thread_rank() const { return __sirius_linear_tid() % N; }
-  unsigned size() const { return N; }
-  unsigned num_threads() const { return N; }
-  unsigned meta_group_rank() const { return __sirius_linear_tid() / N; }
-  unsigned meta_group_size() const { return (blockDim.x * blockDim.y * blockDim.z + N - 1) / N; }
+  unsigned thread_rank() const { return __sirius_linear_tid() % SiriusTileN; }
+  unsigned size() const { return SiriusTileN; }
+  unsigned num_threads() const { return SiriusTileN; }
+  unsigned meta_group_rank() const { return __sirius_linear_tid() / SiriusTileN; }
+  unsigned meta_group_size() const { return (blockDim.x * blockDim.y * blockDim.z + SiriusTileN - 1) / SiriusTileN; }
   template <class T>
   T shfl(T v, int src, const char* file = __builtin_FILE(), int line = __builtin_LINE()) const {
-    return __shfl_sync(lanes_mask(), v, src, (int)N, file, line);
+    return __shfl_sync(lanes_mask(), v, src, (int)SiriusTileN, file, line);
   }
   template <class T>
   T shfl_down(T v, unsigned d, const char* file = __builtin_FILE(),
               int line = __builtin_LINE()) const {
-    return __shfl_down_sync(lanes_mask(), v, d, (int)N, file, line);
+    return __shfl_down_sync(lanes_mask(), v, d, (int)SiriusTileN, file, line);
   }
   template <class T>
   T shfl_up(T v, unsigned d, const char* file = __builtin_FILE(),
             int line = __builtin_LINE()) const {
-    return __shfl_up_sync(lanes_mask(), v, d, (int)N, file, line);
+    return __shfl_up_sync(lanes_mask(), v, d, (int)SiriusTileN, file, line);
   }
   template <class T>
   T shfl_xor(T v, unsigned m, const char* file = __builtin_FILE(),
              int line = __builtin_LINE()) const {
-    return __shfl_xor_sync(lanes_mask(), v, (int)m, (int)N, file, line);
+    return __shfl_xor_sync(lanes_mask(), v, (int)m, (int)SiriusTileN, file, line);
   }
   int any(int p, const char* file = __builtin_FILE(), int line = __builtin_LINE()) const {
     return __any_sync(lanes_mask(), p, file, line);
@@ -109,8 +109,8 @@ template <unsigned N> class thread_block_tile {
   }
 };
 
-template <unsigned N, class Parent> inline thread_block_tile<N> tiled_partition(const Parent&) {
-  return thread_block_tile<N>();
+template <unsigned SiriusTileN, class SiriusParent> inline thread_block_tile<SiriusTileN> tiled_partition(const SiriusParent&) {
+  return thread_block_tile<SiriusTileN>();
 }
 
 class coalesced_group {
@@ -130,7 +130,7 @@ class coalesced_group {
 };
 inline coalesced_group coalesced_threads() { return coalesced_group(__activemask()); }
 
-template <class G> inline void sync(const G& g, const char* file = __builtin_FILE(),
+template <class SiriusGroup> inline void sync(const SiriusGroup& g, const char* file = __builtin_FILE(),
                                     int line = __builtin_LINE()) {
   g.sync(file, line);
 }
@@ -155,9 +155,9 @@ template <class T> struct bit_xor {
 };
 
 // Butterfly reduction over a tile (what cooperative_groups/reduce.h provides).
-template <unsigned N, class T, class Op>
-inline T reduce(const thread_block_tile<N>& g, T v, Op op) {
-  for (unsigned o = N / 2; o > 0; o /= 2) v = op(v, g.shfl_xor(v, o));
+template <unsigned SiriusTileN, class T, class SiriusOp>
+inline T reduce(const thread_block_tile<SiriusTileN>& g, T v, SiriusOp op) {
+  for (unsigned o = SiriusTileN / 2; o > 0; o /= 2) v = op(v, g.shfl_xor(v, o));
   return v;
 }
 
