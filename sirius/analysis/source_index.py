@@ -509,6 +509,7 @@ def _changing_macros(tu) -> frozenset[str]:
     for name, tokens in bodies.items():
         spelled = [t.spelling for t in tokens]
         calls = any(a.kind == ci.TokenKind.IDENTIFIER and b == "(" and a.spelling not in bodies
+                    and a.spelling != "dim3"  # CUDA's constructor only stores its arguments
                     for a, b in zip(tokens, spelled[1:]))
         if calls or _CHANGING_TOKENS & set(spelled):
             changing.add(name)

@@ -161,11 +161,11 @@ NEAR_MISSES = PROGRAMS / "step_grid_near_misses.cu"
 
 
 @pytest.mark.parametrize("case, launches, reason", [
-    (1, "4 -> 4", "the grid of shift (line 42) is not a function of the loop's iterator that the kernel can compute"),
-    (2, "4 -> 4", "the grid of shift (line 47) is not a function of the loop's iterator that the kernel can compute"),
-    (3, "4 -> 4", "at step 3 the grid of shift (line 51) is (0, 1, 1): the launch fails as written"),
+    (1, "4 -> 4", "the grid of shift (line 43) is not a function of the loop's iterator that the kernel can compute"),
+    (2, "4 -> 4", "the grid of shift (line 48) is not a function of the loop's iterator that the kernel can compute"),
+    (3, "4 -> 4", "at step 3 the grid of shift (line 52) is (0, 1, 1): the launch fails as written"),
     # found by the blind red team of these loops: the lane ran its second launch in the first's grid
-    (4, "16 -> 8", "at step 0 bump (line 58) and bump (line 59), one lane, have the grids (1, 1, 1) and (4, 1, 1): a "
+    (4, "16 -> 8", "at step 0 bump (line 59) and bump (line 60), one lane, have the grids (1, 1, 1) and (4, 1, 1): a "
                   "lane runs in one grid"),
     # ... the kernel counted 2^32 + 32768 blocks in 32 bits, and a helper's calls ran again on the fallback
     (5, "2 -> 2", "at step 1 a phase has 4295000064 blocks, more than one grid may have"),
@@ -180,3 +180,12 @@ def test_loops_of_step_grids_one_kernel_cannot_run_keep_their_reasons(tmp_path, 
     if case == 4:  # each step's pair is one launch where its grids agree (steps 6 and 7), else the two launches
         verify = sirius("verify", str(NEAR_MISSES), str(out), "-DCASE=4")
         assert verify.returncode == 0 and "result: all equal" in verify.stdout, verify.stdout + verify.stderr
+
+
+def test_a_grid_a_macro_builds_is_a_pure_launch_of_the_loop(tmp_path):
+    """``<<<SHIFT_GRID(k), 256>>>`` with the macro building a ``dim3``: building one calls
+    nothing the check run could repeat (found by the blind red team: the purity of a
+    launch's configuration first took the macro's ``dim3(`` for a call)."""
+    out = tmp_path / "out.cu"
+    proc = sirius("optimize", str(NEAR_MISSES), "-DCASE=7", "--cooperative", "--persistent", "-o", str(out))
+    assert proc.returncode == 0 and "launches per run: 4 -> 1" in proc.stdout, proc.stdout + proc.stderr

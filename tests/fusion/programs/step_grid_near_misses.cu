@@ -5,7 +5,8 @@
 //   3: the last step's grid has no block (the launch fails as written);
 //   4: two launches fused in one lane whose grids differ at some steps (one grid per lane);
 //   5: a step whose grid has more blocks than the kernel can count (2^32 + 32768);
-//   6: a grid from a helper that counts its calls (the check run would count them again).
+//   6: a grid from a helper that counts its calls (the check run would count them again);
+//   7: not a near miss: the grid written by a macro that builds a dim3 (one launch).
 #include <cstdio>
 #include <cstdlib>
 #include <cuda_runtime.h>
@@ -63,9 +64,14 @@ int main(int argc, char** argv) {
   for (int k = 0; k < 2; k++) {
     mark<<<dim3(1 + 131072 * k, 32768), 32>>>(x, k);
   }
-#else
+#elif CASE == 6
   for (int k = 0; k < 4; k++) {
     shift<<<blocks_for(LEN - k), 256>>>(x, k);
+  }
+#else
+#define SHIFT_GRID(k) dim3((LEN - (k) + 255) / 256)
+  for (int k = 0; k < 4; k++) {
+    shift<<<SHIFT_GRID(k), 256>>>(x, k);
   }
   printf("grids asked %d times\n", grids_asked);
 #endif
