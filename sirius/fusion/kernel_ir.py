@@ -161,7 +161,7 @@ class Lane:
     def grid_parameter(self) -> str:
         """The fused kernel's parameter holding the grid of a lane computed at run time,
         beside other lanes; the host passes its first fragment's grid temporary."""
-        return f"sirius_grid{self.fragments[0].launch}"
+        return grid_parameter(self.fragments[0].launch)
 
 
 @dataclass(frozen=True)
@@ -364,6 +364,12 @@ class FusedProgram:
 
     def of_kind(self, kind: type) -> list:
         return [launch for launch in self.launches if isinstance(launch, kind)]
+
+
+def grid_parameter(launch: int) -> str:
+    """The name under which a kernel reads the grid of ``launch`` computed at run time (a
+    parameter the host passes, or what a phase of cells computes for its step)."""
+    return f"sirius_grid{launch}"
 
 
 def passed_in_order(kernels: list[KernelIR]) -> list[FusedParam | Lane]:

@@ -222,7 +222,8 @@ def cell_wave_kernel(plan, phases: list[KernelIR], insts, decls) -> str:
     wave_step = {rep.iterator: Expr.sym("sirius_w")}  # grids change with the step in loops of one layer only
     for launch, dims in plan.grids:
         axes = ", ".join(f"(unsigned){d.subs(wave_step).to_c_floored()}" for d in dims)
-        body.append(f"  const dim3 sirius_grid{launch}({axes});  // {insts[launch].kernel.name}'s grid at this step")
+        body.append(f"  const dim3 {ir.grid_parameter(launch)}({axes});  "
+                    f"// {insts[launch].kernel.name}'s grid at this step")
     body += _phase_loops(phases, insts, decls, plan.threads, "sirius_cells", cell)
     if plan.scratch.copy_back:
         body.append(f"  if (sirius_w == {plan.waves - 1}) {{  // the last step's temporaries, where the original "

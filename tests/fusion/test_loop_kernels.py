@@ -50,6 +50,16 @@ def test_a_host_loop_runs_as_one_cooperative_launch(tmp_path, program, launches,
     assert_equal_in_three_builds(source, out, "waves of cells")
 
 
+def _one_launch_verified(path: Path, out: Path, launches: str) -> None:
+    """``path`` optimized with --cooperative --persistent into ``out``: its loop one launch
+    (``launches`` per run), verified equal with three resident blocks, the waves' path taken."""
+    proc = sirius("optimize", str(path), "--cooperative", "--persistent", "-o", str(out))
+    assert proc.returncode == 0 and f"launches per run: {launches}" in proc.stdout, proc.stdout + proc.stderr
+    verify = sirius("verify", str(path), str(out), "-DSIRIUS_COOPERATIVE_MAX_BLOCKS=3")
+    assert verify.returncode == 0 and "result: all equal" in verify.stdout and "waves of cells 1" in verify.stdout, \
+        verify.stdout + verify.stderr
+
+
 def test_a_loop_counting_from_one_runs_its_steps_in_order(tmp_path):
     """Found by the blind red team: the check before the loop took the program's loop
     variable for the kernel's step (0, 1, 2, ...), so a loop from 1 read one step off (or
@@ -62,11 +72,7 @@ def test_a_loop_counting_from_one_runs_its_steps_in_order(tmp_path):
     loop = "  for (int t = 1; t <= STEPS; ++t) {\n" + body.replace("(t + 1)", "t").replace("t *", "(t - 1) *")
     path, out = tmp_path / "from_one.cu", tmp_path / "from_one.opt.cu"
     path.write_text(text.replace(old + body, loop))
-    proc = sirius("optimize", str(path), "--cooperative", "--persistent", "-o", str(out))
-    assert proc.returncode == 0 and "launches per run: 24 -> 1" in proc.stdout, proc.stdout + proc.stderr
-    verify = sirius("verify", str(path), str(out), "-DSIRIUS_COOPERATIVE_MAX_BLOCKS=3")
-    assert verify.returncode == 0 and "result: all equal" in verify.stdout and "waves of cells 1" in verify.stdout, \
-        verify.stdout + verify.stderr
+    _one_launch_verified(path, out, "24 -> 1")
 
 
 def test_a_grid_that_changes_with_the_step_alone_is_computed_in_the_kernel(tmp_path):
@@ -77,11 +83,7 @@ def test_a_grid_that_changes_with_the_step_alone_is_computed_in_the_kernel(tmp_p
     assert RELAX in text
     path, out = tmp_path / "alternating.cu", tmp_path / "alternating.opt.cu"
     path.write_text(text.replace(RELAX, "    relax<<<N / THREADS - t % 2, THREADS>>>(next, u);"))
-    proc = sirius("optimize", str(path), "--cooperative", "--persistent", "-o", str(out))
-    assert proc.returncode == 0 and "launches per run: 80 -> 1" in proc.stdout, proc.stdout + proc.stderr
-    verify = sirius("verify", str(path), str(out), "-DSIRIUS_COOPERATIVE_MAX_BLOCKS=3")
-    assert verify.returncode == 0 and "result: all equal" in verify.stdout and "waves of cells 1" in verify.stdout, \
-        verify.stdout + verify.stderr
+    _one_launch_verified(path, out, "80 -> 1")
 
 
 def test_grid_stride_kernels_with_modulo_indexing_are_analysed_in_seconds(tmp_path):
